@@ -1,0 +1,98 @@
+"""What every command shares: error handling, common options, progress and messages."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+import click
+
+
+class SynthGroup(click.Group):
+    """A click group that shows library input errors as one line, with no traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except (click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            sys.stderr.close()  # the reader went away (e.g. `| head`): stop quietly
+            ctx.exit(1)
+        except OSError as exc:
+            name = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{name}{exc.strerror or exc}") from None
+        except ValueError as exc:
+            from synth.errors import SynthError
+
+            if isinstance(exc, SynthError):
+                raise click.ClickException(str(exc)) from None
+            raise
+
+
+def note(message: str) -> None:
+    """An informational line on stderr (stdout is kept for data)."""
+    click.echo(message, err=True)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, highlighted when stderr is a terminal."""
+    click.secho(f"WARNING: {message}", err=True, fg="yellow")
+
+
+columns_option = click.option(
+    "--columns",
+    metavar="A,B,C",
+    help="Work on these columns only (comma-separated, in this order).",
+)
+
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+
+
+def output_option(help_text: str):
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+        default="-",
+        show_default=True,
+        help=f"{help_text} ('-' writes to stdout).",
+    )
+
+
+@contextlib.contextmanager
+def progress(label: str, quiet: bool) -> Iterator:
+    """A stderr progress bar driven by the library's ``progress(rows, fraction)`` callback.
+
+    Shown only on a terminal: logs and pipes get no bar characters.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
+        done = [0]
+
+        def update(rows: int, fraction: float | None) -> None:
+            if fraction is not None:
+                target = int(fraction * 1000)
+                bar.update(target - done[0])
+                done[0] = target
+
+        yield update
+
+
+def write_output(output: str, write) -> None:
+    """Call ``write(handle)`` on stdout (``-``) or on a file written atomically.
+
+    A failure part-way leaves no partial file (and an existing file untouched).
+    """
+    if output == "-":
+        write(click.get_text_stream("stdout"))
+        return
+    from synth._io import atomic_write
+
+    with atomic_write(output, encoding="utf-8", newline="") as handle:
+        write(handle)

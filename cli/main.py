@@ -1,0 +1,29 @@
+"""Entry point: the ``synth`` click group and its commands."""
+
+from __future__ import annotations
+
+import click
+
+from synth import __version__
+
+from ._common import SynthGroup
+from .answer_cmd import answer
+from .schema_cmd import schema
+from .workload_cmd import workload
+
+@click.group(cls=SynthGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="synth")
+def main() -> None:
+    """synth: differentially private synthetic data and workload answers.
+
+    \b
+    Typical session:
+      synth schema show datasets/grades-schema.json
+      synth workload marginals --schema S.json --way 2 -o W.json
+      synth answer DATA.csv --schema S.json --workload W.json --exact -o answers.csv
+    """
+
+
+main.add_command(schema)
+main.add_command(workload)
+main.add_command(answer)

@@ -1,0 +1,67 @@
+"""Numba kernels. Private: callers validate inputs and pass contiguous arrays and scalars.
+
+Each kernel has a plain NumPy reference in ``tests/reference.py`` that the tests compare it
+with on random inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def count_cells(codes, cols, sizes, strides, out):  # pragma: no cover - compiled
+    """Add one to ``out[sum_j codes[i, cols[j]] * strides[j]]`` for every row i.
+
+    ``out`` is the flat (row-major) table over the columns ``cols``; with every column it is
+    the full histogram. Returns -1, or the first row whose code is out of range (nothing of
+    that row is counted).
+    """
+    n = codes.shape[0]
+    k = cols.shape[0]
+    for i in range(n):
+        index = 0
+        for j in range(k):
+            code = np.int64(codes[i, cols[j]])
+            if code < 0 or code >= sizes[j]:
+                return i
+            index += code * strides[j]
+        out[index] += 1
+    return -1
+
+
+@njit(cache=True)
+def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
+    """Sum the flat row-major array ``x`` of shape ``dims`` onto the axes where ``keep``.
+
+    ``out_strides[j]`` is the stride of axis j in the flat output (0 where not kept). Axes
+    should be merged beforehand so neighbours differ in ``keep``; the last axis is walked by
+    an inner loop and the others by an odometer, so no index is divided or multiplied per cell.
+    """
+    r = dims.shape[0]
+    inner = dims[r - 1]
+    outer = x.shape[0] // inner
+    counters = np.zeros(r, dtype=np.int64)
+    base = 0
+    position = 0
+    keep_inner = keep[r - 1]
+    for _ in range(outer):
+        if keep_inner:
+            for i in range(inner):
+                out[base + i] += x[position + i]
+        else:
+            total = x[position]
+            for i in range(1, inner):
+                total += x[position + i]
+            out[base] += total
+        position += inner
+        j = r - 2
+        while j >= 0:
+            counters[j] += 1
+            base += out_strides[j]
+            if counters[j] < dims[j]:
+                break
+            base -= out_strides[j] * dims[j]
+            counters[j] = 0
+            j -= 1

@@ -1,0 +1,125 @@
+"""Count histograms and marginal tables, from integer codes or from a dense table over U.
+
+A marginal over columns S is the table of counts of each combination of S's codes. It is
+computed straight from the rows (never through the full universe), or by summing a dense
+table over U (a histogram or a distribution) onto S.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _kernels
+from .errors import DataError, SchemaError
+from .schema import Schema
+
+__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts"]
+
+#: Largest dense table built unless the caller raises the cap (10^8 float64 cells = 800 MB).
+DEFAULT_MAX_CELLS = 10**8
+
+
+def _check_cells(cells: int, what: str, max_cells: int) -> None:
+    if cells > max_cells:
+        raise SchemaError(
+            f"{what} has {cells:,} cells, more than the cap of {max_cells:,}; "
+            "select fewer columns (--columns) or raise the cap"
+        )
+
+
+def _positions(schema: Schema, columns: Sequence[str] | None) -> np.ndarray:
+    names = schema.names if columns is None else list(columns)
+    if len(set(names)) != len(names):
+        raise SchemaError(f"columns {list(names)} name a column twice")
+    return np.array([schema.index(name) for name in names], dtype=np.int64)
+
+
+def add_counts(codes: np.ndarray, schema: Schema, positions: np.ndarray, out: np.ndarray) -> None:
+    """Add the rows of ``codes`` to the flat count table ``out`` over the columns at ``positions``.
+
+    The streaming building block: call once per chunk with the same ``out``.
+    """
+    codes = np.ascontiguousarray(codes)
+    if codes.ndim != 2 or codes.shape[1] != len(schema):
+        raise ValueError(f"codes must have shape (n, {len(schema)}), got {codes.shape}")
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise TypeError(f"codes must be an integer array, got dtype {codes.dtype}")
+    sub = schema.project([schema.names[p] for p in positions]) if len(positions) else None
+    sizes = np.array([schema.shape[p] for p in positions], dtype=np.int64)
+    strides = sub.strides if sub is not None else np.zeros(0, dtype=np.int64)
+    bad = _kernels.count_cells(codes, positions, sizes, strides, out)
+    if bad >= 0:
+        row = codes[bad]
+        for p in positions:
+            if not 0 <= row[p] < schema.shape[p]:
+                raise DataError(
+                    f"row {bad + 1}, column {schema.names[p]!r}: code {row[p]} is outside 0..{schema.shape[p] - 1}"
+                )
+
+
+def marginal(
+    codes: np.ndarray,
+    schema: Schema,
+    columns: Sequence[str] | None = None,
+    *,
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> np.ndarray:
+    """Counts (int64) of each combination of ``columns``' codes, shaped by their sizes.
+
+    ``codes`` is ``(n, len(schema))``; ``columns=None`` means every column (the histogram).
+    """
+    positions = _positions(schema, columns)
+    shape = tuple(schema.shape[p] for p in positions)
+    cells = int(np.prod(shape, dtype=object)) if shape else 1
+    _check_cells(cells, f"the table over {[schema.names[p] for p in positions]}", max_cells)
+    out = np.zeros(cells, dtype=np.int64)
+    add_counts(codes, schema, positions, out)
+    return out.reshape(shape)
+
+
+def histogram(codes: np.ndarray, schema: Schema, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    """The dense count histogram over the whole universe, shaped ``schema.shape``."""
+    return marginal(codes, schema, None, max_cells=max_cells)
+
+
+def marginal_from_dense(x: np.ndarray, schema: Schema, columns: Sequence[str]) -> np.ndarray:
+    """Sum a dense table over U (counts or a distribution) onto ``columns``, in their order."""
+    x = np.asarray(x)
+    if x.size != schema.universe_size:
+        raise ValueError(f"table has {x.size} cells but the universe has {schema.universe_size}")
+    if x.dtype not in (np.float64, np.int64):
+        x = x.astype(np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64)
+    positions = _positions(schema, columns)
+    if len(positions) == 0:
+        return np.asarray(x.sum())
+    flat = np.ascontiguousarray(x).reshape(-1)
+    keep = np.zeros(len(schema), dtype=np.bool_)
+    keep[positions] = True
+    dims, kept = _merge_axes(schema.shape, keep)
+    kept_sizes = [d for d, k in zip(dims, kept) if k]
+    out_strides = np.zeros(len(dims), dtype=np.int64)
+    stride = 1
+    for j in range(len(dims) - 1, -1, -1):
+        if kept[j]:
+            out_strides[j] = stride
+            stride *= dims[j]
+    out = np.zeros(int(np.prod(kept_sizes)), dtype=flat.dtype)
+    _kernels.marginalize(flat, np.array(dims, dtype=np.int64), np.array(kept), out_strides, out)
+    in_schema_order = sorted(positions.tolist())
+    table = out.reshape([schema.shape[p] for p in in_schema_order])
+    return np.ascontiguousarray(table.transpose([in_schema_order.index(p) for p in positions]))
+
+
+def _merge_axes(shape: Sequence[int], keep: np.ndarray) -> tuple[list[int], list[bool]]:
+    """Merge neighbouring axes that are both kept or both summed out (row-major order)."""
+    dims: list[int] = []
+    kept: list[bool] = []
+    for size, k in zip(shape, keep.tolist()):
+        if dims and kept[-1] == k:
+            dims[-1] *= size
+        else:
+            dims.append(size)
+            kept.append(k)
+    return dims, kept

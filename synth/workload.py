@@ -1,0 +1,261 @@
+"""Counting queries and workloads.
+
+A counting query is a conjunction over a set of columns, each limited to allowed codes; its
+answer is the number of rows that satisfy it. A workload is a list of queries. Queries are
+grouped by their column subset: one marginal table per subset answers every query on it
+with a small sum, which is what keeps large workloads cheap.
+
+Workload JSON::
+
+    {"queries": [{"name": "optional", "where": {"race": 3, "sex": [0, 1],
+                                                "age": {"range": [20, 39]}}}, ...]}
+
+A scalar means equality, a list means membership, ``{"range": [lo, hi]}`` is inclusive in the
+column's value order: codes for coded columns, label order for categorical ones; for numeric
+columns the bins that lie wholly inside ``[lo, hi]``. A scalar on a numeric column picks the
+bin that holds it. ``"where": {}`` counts every row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import numpy as np
+
+from ._io import atomic_write, read_json
+from .errors import SchemaError, WorkloadError, locate
+from .schema import Schema
+
+__all__ = ["Query", "Workload"]
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A conjunction: for each column in ``columns`` the row's code is one of ``allowed``.
+
+    ``columns`` are in schema order; each entry of ``allowed`` is a sorted array of distinct
+    codes. Build queries through ``Workload`` so they are checked against a schema.
+    """
+
+    columns: tuple[str, ...]
+    allowed: tuple[np.ndarray, ...]
+    name: str | None = None
+
+    @property
+    def is_cell(self) -> bool:
+        """True when every column allows exactly one code (one cell of a marginal)."""
+        return all(a.size == 1 for a in self.allowed)
+
+
+class Workload:
+    """An ordered list of counting queries over one schema, grouped by column subset."""
+
+    def __init__(self, schema: Schema, queries: Iterable[Query], description: str | None = None):
+        self.schema = schema
+        self.queries: tuple[Query, ...] = tuple(queries)
+        self.description = description
+        self._plan: dict[tuple[str, ...], _Group] | None = None
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __getitem__(self, i: int) -> Query:
+        return self.queries[i]
+
+    def __iter__(self):
+        return iter(self.queries)
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, obj: Any, schema: Schema, source: object = "workload") -> Workload:
+        """Parse the JSON object form, checking every column and value against ``schema``."""
+        if not isinstance(obj, dict) or "queries" not in obj:
+            raise WorkloadError(f"{source}: expected a JSON object with a 'queries' list")
+        unknown = sorted(set(obj) - {"queries", "description"})
+        if unknown:
+            raise WorkloadError(f"{source}: unknown key {unknown[0]!r}; allowed: queries, description")
+        items = obj["queries"]
+        if not isinstance(items, list):
+            raise WorkloadError(f"{source}: 'queries' must be a list")
+        queries = [_parse_query(item, i, schema, source) for i, item in enumerate(items)]
+        description = obj.get("description")
+        return cls(schema, queries, description if isinstance(description, str) else None)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, schema: Schema) -> Workload:
+        """Read a workload JSON file (see the module docstring for the format)."""
+        return cls.from_dict(read_json(path, WorkloadError), schema, source=path)
+
+    @classmethod
+    def marginals(
+        cls, schema: Schema, way: int, *, max_queries: int | None = None
+    ) -> Workload:
+        """All ``way``-way marginals as cell queries.
+
+        Column subsets come in lexicographic order of the schema's columns; the cells of each
+        marginal in row-major order of its columns (last column fastest).
+        """
+        if not isinstance(way, int) or isinstance(way, bool) or not 1 <= way <= len(schema):
+            raise WorkloadError(f"way ({way!r}) must be an integer from 1 to {len(schema)} (the number of columns)")
+        subsets = list(itertools.combinations(range(len(schema)), way))
+        total = sum(math.prod(schema.shape[p] for p in s) for s in subsets)
+        if max_queries is not None and total > max_queries:
+            raise WorkloadError(
+                f"the {way}-way marginals over these columns have {total:,} cells, more than "
+                f"the limit of {max_queries:,}; select fewer columns or raise the limit"
+            )
+        queries = []
+        for subset in subsets:
+            names = tuple(schema.names[p] for p in subset)
+            for cell in np.ndindex(*(schema.shape[p] for p in subset)):
+                queries.append(Query(names, tuple(np.array([c]) for c in cell)))
+        description = f"all {way}-way marginals over {', '.join(schema.names)}"
+        return cls(schema, queries, description)
+
+    # -- describing and writing ----------------------------------------------------------
+    def describe(self, i: int) -> str:
+        """Human-readable form of query ``i``, e.g. ``sex = Male AND age in [20, 40)``."""
+        query = self.queries[i]
+        if not query.columns:
+            return "all rows"
+        return " AND ".join(self.schema[c].describe(a) for c, a in zip(query.columns, query.allowed))
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.description:
+            out["description"] = self.description
+        out["queries"] = [self._query_dict(q) for q in self.queries]
+        return out
+
+    def _query_dict(self, query: Query) -> dict:
+        item: dict[str, Any] = {}
+        if query.name is not None:
+            item["name"] = query.name
+        item["where"] = {c: self.schema[c].to_query_value(a) for c, a in zip(query.columns, query.allowed)}
+        return item
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the workload JSON atomically, one query per line."""
+        with atomic_write(path, encoding="utf-8") as handle:
+            self.write_json(handle)
+
+    def write_json(self, handle: TextIO) -> None:
+        """Write the workload JSON to an open text file, one query per line."""
+        handle.write("{")
+        if self.description:
+            handle.write(f'"description": {json.dumps(self.description)},\n ')
+        handle.write('"queries": [')
+        for i, query in enumerate(self.queries):
+            handle.write(",\n  " if i else "\n  ")
+            handle.write(json.dumps(self._query_dict(query), ensure_ascii=False))
+        handle.write("\n]}\n")
+
+    # -- answering -----------------------------------------------------------------------
+    @property
+    def subsets(self) -> list[tuple[str, ...]]:
+        """The distinct column subsets, in order of first appearance."""
+        return list(self._groups())
+
+    def answer(self, tables: Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.ndarray]) -> np.ndarray:
+        """Answer every query from marginal tables, one per subset (a mapping or a function).
+
+        Each table is shaped by its subset's column sizes, in the subset's order. The result
+        has the tables' dtype (int64 for counts, float64 for fractions).
+        """
+        get = tables.__getitem__ if isinstance(tables, Mapping) else tables
+        results: np.ndarray | None = None
+        for subset, group in self._groups().items():
+            table = np.asarray(get(subset))
+            expected = tuple(self.schema[c].size for c in subset)
+            if table.shape != expected:
+                raise ValueError(f"table for {subset} has shape {table.shape}, expected {expected}")
+            if results is None:
+                results = np.zeros(len(self), dtype=np.result_type(table.dtype, np.int64))
+            group.answer_into(table, results)
+        return results if results is not None else np.zeros(0, dtype=np.int64)
+
+    def _groups(self) -> dict[tuple[str, ...], _Group]:
+        if self._plan is None:
+            members: dict[tuple[str, ...], list[int]] = {}
+            for i, query in enumerate(self.queries):
+                members.setdefault(query.columns, []).append(i)
+            self._plan = {s: _Group(self.schema, s, ids, self.queries) for s, ids in members.items()}
+        return self._plan
+
+
+class _Group:
+    """Queries on one column subset, split into single cells (one gather) and the rest."""
+
+    def __init__(self, schema: Schema, subset: tuple[str, ...], ids: list[int], queries: Sequence[Query]):
+        cells = [i for i in ids if queries[i].is_cell]
+        self.cell_ids = np.array(cells, dtype=np.int64)
+        shape = [schema[c].size for c in subset]
+        if cells and subset:
+            codes = np.array([[int(a[0]) for a in queries[i].allowed] for i in cells], dtype=np.int64)
+            self.cell_index = np.ravel_multi_index(codes.T, shape)
+        else:
+            self.cell_index = np.zeros(len(cells), dtype=np.int64)
+        self.other = [(i, np.ix_(*queries[i].allowed)) for i in ids if not queries[i].is_cell]
+
+    def answer_into(self, table: np.ndarray, out: np.ndarray) -> None:
+        flat = table.reshape(-1)
+        out[self.cell_ids] = flat[self.cell_index]
+        for i, index in self.other:
+            out[i] = table[index].sum()
+
+
+def _parse_query(item: Any, i: int, schema: Schema, source: object) -> Query:
+    label: int | str = i
+    if isinstance(item, dict) and isinstance(item.get("name"), str):
+        label = f"{i} ({item['name']!r})"
+
+    def fail(message: str, column: str | None = None) -> WorkloadError:
+        return WorkloadError(locate(message, file=source, query=label, column=column))
+
+    if not isinstance(item, dict):
+        raise fail(f"expected an object with 'where', got {item!r}")
+    unknown = sorted(set(item) - {"name", "where"})
+    if unknown:
+        raise fail(f"unknown key {unknown[0]!r}; allowed: name, where")
+    name = item.get("name")
+    if name is not None and not isinstance(name, str):
+        raise fail(f"'name' must be a string, got {name!r}")
+    where = item.get("where")
+    if not isinstance(where, dict):
+        raise fail(f"'where' must be an object mapping columns to values, got {where!r}")
+    allowed: dict[str, np.ndarray] = {}
+    for column_name, condition in where.items():
+        try:
+            column = schema[schema.index(column_name)]
+        except SchemaError as exc:
+            raise fail(str(exc)) from None
+        try:
+            allowed[column_name] = _allowed_codes(column, condition)
+        except ValueError as exc:
+            raise fail(str(exc), column_name) from None
+    ordered = [c for c in schema.names if c in allowed]
+    return Query(tuple(ordered), tuple(allowed[c] for c in ordered), name)
+
+
+def _allowed_codes(column, condition: Any) -> np.ndarray:
+    """Sorted distinct codes a condition allows: scalar, list, or ``{"range": [lo, hi]}``."""
+    if isinstance(condition, dict):
+        if set(condition) != {"range"}:
+            raise ValueError(f"condition {condition!r} must be a value, a list, or {{\"range\": [lo, hi]}}")
+        bounds = condition["range"]
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise ValueError(f"range {bounds!r} must be a list [lo, hi]")
+        return column.codes_in_range(*bounds)
+    if isinstance(condition, list):
+        if not condition:
+            raise ValueError("an empty list allows no value")
+        return np.unique(np.array([column.code_of(v) for v in condition], dtype=np.int64))
+    if condition is None:
+        raise ValueError("value null is not allowed (a missing value cannot be queried)")
+    return np.array([column.code_of(condition)], dtype=np.int64)
