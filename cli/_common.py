@@ -96,3 +96,15 @@ def write_output(output: str, write) -> None:
 
     with atomic_write(output, encoding="utf-8", newline="") as handle:
         write(handle)
+
+
+def load_schema(schema_file: str, columns: str | None):
+    """The schema file and its selection by ``--columns`` (errors say which one is wrong)."""
+    from synth.errors import SchemaError
+    from synth.schema import Schema
+
+    full = Schema.load(schema_file)
+    try:
+        return full, full.select(columns)
+    except SchemaError as exc:
+        raise click.BadParameter(f"{exc} (in {schema_file})", param_hint="--columns") from None

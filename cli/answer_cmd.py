@@ -6,7 +6,7 @@ import csv
 
 import click
 
-from ._common import columns_option, note, output_option, progress, quiet_option, warn, write_output
+from ._common import columns_option, load_schema, note, output_option, progress, quiet_option, warn, write_output
 
 NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
@@ -39,11 +39,9 @@ def answer(data: str, schema_file: str, workload_file: str, exact: bool, columns
             "no private mechanism is available yet: pass --exact for exact (NON-PRIVATE) counts"
         )
     from synth.exact import exact_answers
-    from synth.schema import Schema
     from synth.workload import Workload
 
-    full = Schema.load(schema_file)
-    selected = full.select(columns)
+    full, selected = load_schema(schema_file, columns)
     queries = Workload.load(workload_file, selected)
     with progress(f"reading {data}", quiet) as update:
         result = exact_answers(data, full, queries, columns=columns, progress=update)
@@ -59,6 +57,6 @@ def answer(data: str, schema_file: str, workload_file: str, exact: bool, columns
     for name, count in result.clipped.items():
         note(f"column {name!r}: {count:,} rows outside the bin edges were clipped into the edge bins")
     warn(
-        f"exact answers to {len(queries):,} queries over {result.n_rows:,} rows: NOT differentially "
-        "private, for the data owner only; do not release them."
+        f"exact answers to {len(queries):,} queries over {result.n_rows:,} rows are NON-PRIVATE "
+        "(not differentially private): for the data owner only; do not release them."
     )

@@ -17,7 +17,7 @@ def main() -> None:
     """synth: differentially private synthetic data and workload answers.
 
     \b
-    Typical session:
+    Example session:
       synth schema show datasets/grades-schema.json
       synth workload marginals --schema S.json --way 2 -o W.json
       synth answer DATA.csv --schema S.json --workload W.json --exact -o answers.csv

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import click
 
-from ._common import columns_option, note, output_option, warn, write_output
+from ._common import columns_option, load_schema, note, output_option, warn, write_output
 
 
 @click.group()
 def schema() -> None:
-    """Create or inspect a schema (the public description of the columns)."""
+    """Create or inspect a schema (the public description of the columns).
+
+    \b
+    Example:
+      synth schema infer people.csv -o schema.json
+      synth schema show schema.json
+    """
 
 
 @schema.command("infer")
@@ -56,9 +62,7 @@ def show(schema_file: str, columns: str | None) -> None:
     Example:
       synth schema show adult-domain.json --columns sex,race
     """
-    from synth.schema import Schema
-
-    loaded = Schema.load(schema_file).select(columns)
+    _, loaded = load_schema(schema_file, columns)
     width = max(len(n) for n in loaded.names)
     for column in loaded:
         detail = {

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ._common import columns_option, note, output_option, write_output
+from ._common import columns_option, load_schema, note, output_option, write_output
 
 
 @click.group()
 def workload() -> None:
-    """Build workloads of counting queries (JSON)."""
+    """Build workloads of counting queries (JSON).
+
+    \b
+    Example:
+      synth workload marginals --schema schema.json --way 2 -o w2.json
+    """
 
 
 @workload.command("marginals")
@@ -31,10 +36,9 @@ def marginals(schema_file: str, way: int, columns: str | None, max_queries: int,
       synth workload marginals --schema adult-domain.json --way 3 \\
           --columns workclass,education-num,sex -o w3.json
     """
-    from synth.schema import Schema
     from synth.workload import Workload
 
-    loaded = Schema.load(schema_file).select(columns)
+    _, loaded = load_schema(schema_file, columns)
     built = Workload.marginals(loaded, way, max_queries=max_queries)
     write_output(output, built.write_json)
     if output != "-":

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import csv
 import os
+import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,14 +135,14 @@ def _encode_labels(series: pd.Series, column: Categorical, fail) -> np.ndarray:
     unknown = codes < 0
     if unknown.any():
         i = int(np.argmax(unknown))
-        raise fail(f"unknown category {format_value(cat.iloc[i])}; allowed: {_allowed(column)}", i)
+        raise fail(f"unknown category {_shown(cat.iloc[i])}; allowed: {_allowed(column)}", i)
     return codes
 
 
 def _numbers(series: pd.Series, fail) -> np.ndarray:
     """Float64 values of a column that must be numeric; missing or non-numeric cells fail."""
     if pd.api.types.is_bool_dtype(series.dtype):
-        raise fail(f"non-numeric value {format_value(series.iloc[0])}", 0)
+        raise fail(f"non-numeric value {_shown(series.iloc[0])}", 0)
     if pd.api.types.is_numeric_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = np.isnan(values)
@@ -157,8 +159,13 @@ def _numbers(series: pd.Series, fail) -> np.ndarray:
         text = series.iloc[i]
         if isinstance(text, str) and text.strip().lower() == "nan":
             raise fail("missing value ('nan')", i)
-        raise fail(f"non-numeric value {format_value(text)}", i)
+        raise fail(f"non-numeric value {_shown(text)}", i)
     return values
+
+
+def _shown(value) -> str:
+    """A data value as it should appear in an error: strings quoted, numbers plain."""
+    return repr(value) if isinstance(value, str) else format_value(value)
 
 
 def _allowed(column: Categorical) -> str:
@@ -247,32 +254,58 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress) -> Iterator[Enc
     total_bytes = os.path.getsize(path)
     rows = 0
     with open(path, "rb") as handle:
-        reader = pd.read_csv(
-            handle,
-            usecols=list(selected.names),
-            dtype=dtypes,
-            na_values=[""],
-            keep_default_na=False,
-            chunksize=chunk_rows,
-            encoding="utf-8",
-            engine="c",
-        )
-        try:
-            for frame in reader:
-                yield encode(frame, selected, source=path, first_row=rows + 1)
-                rows += len(frame)
-                if progress is not None:
-                    progress(rows, min(handle.tell() / max(total_bytes, 1), 1.0))
-        except pd.errors.ParserError as exc:
-            raise DataError(f"{path}: malformed CSV: {_parser_message(exc)}") from None
-        except UnicodeDecodeError:
-            raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
+        for frame in csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows):
+            yield encode(frame[list(selected.names)], selected, source=path, first_row=rows + 1)
+            rows += len(frame)
+            if progress is not None:
+                progress(rows, min(handle.tell() / max(total_bytes, 1), 1.0))
     if rows == 0:
         raise DataError(f"{path}: has a header but no data rows")
 
 
+def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """DataFrames of up to ``chunk_rows`` rows of an open CSV, every column, strictly parsed.
+
+    Strict: a row with more fields than the header is an error (pandas would drop the extras
+    under ``usecols``, or turn a long first row into an index), and a blank line is a row of
+    missing values rather than skipped, so data row N is always line N + 1 of the file.
+    """
+    reader = pd.read_csv(
+        handle,
+        dtype=dtype,
+        na_values=[""],
+        keep_default_na=False,
+        index_col=False,
+        skip_blank_lines=False,
+        chunksize=chunk_rows,
+        encoding="utf-8",
+        engine="c",
+    )
+    rows = 0
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                frame = next(reader)
+            except StopIteration:
+                return
+            except pd.errors.ParserWarning:
+                raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header") from None
+            except pd.errors.ParserError as exc:
+                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)}") from None
+            except UnicodeDecodeError:
+                raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
+        rows += len(frame)
+        yield frame
+
+
 def _parser_message(exc: Exception) -> str:
+    """pandas' tokenizer message in data rows: 'Expected 3 fields in line 4, saw 4'."""
     text = str(exc).strip()
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if found:
+        expected, line, saw = (int(g) for g in found.groups())
+        return f"data row {line - 1} (line {line}) has {saw} fields, the header has {expected}"
     return text.removeprefix("Error tokenizing data. C error: ")
 
 

@@ -7,13 +7,14 @@ should review the schema or replace it with public knowledge.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .data import DEFAULT_CHUNK_ROWS, _read_header
+from .data import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks
 from .errors import DataError, SchemaError
 from .schema import Categorical, Column, Numeric, Schema
 
@@ -29,6 +30,7 @@ class _ColumnStats:
         self.distinct: set[str] = set()
         self.overflow = False
         self.numeric = True
+        self.integral = True
         self.low = np.inf
         self.high = -np.inf
         self.present = 0
@@ -41,6 +43,7 @@ class _ColumnStats:
             if numbers.isna().any():
                 self.numeric = False
             elif len(numbers):
+                self.integral = self.integral and bool((numbers == np.floor(numbers)).all())
                 self.low = min(self.low, float(numbers.min()))
                 self.high = max(self.high, float(numbers.max()))
         if not self.overflow:
@@ -66,13 +69,10 @@ def infer_schema(
     header = _read_header(path)
     names = _selected(header, columns, path)
     stats = {name: _ColumnStats(MAX_TEXT_CATEGORIES) for name in names}
-    try:
-        for frame in pd.read_csv(path, usecols=list(names), dtype=str, na_values=[""],
-                                 keep_default_na=False, chunksize=chunk_rows):
+    with open(path, "rb") as handle:
+        for frame in csv_chunks(handle, path, dtype=str, chunk_rows=chunk_rows):
             for name in names:
                 stats[name].add(frame[name])
-    except pd.errors.ParserError as exc:
-        raise DataError(f"{path}: malformed CSV: {exc}") from None
     return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names))
 
 
@@ -107,7 +107,9 @@ def _column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path
         numbers = sorted({float(v) for v in stats.distinct})
         values = [int(v) if v.is_integer() else v for v in numbers]
         return Categorical(name, tuple(values))
+    if stats.integral:
+        # integer data: equal integer-width bins [low + i*step, low + (i+1)*step)
+        step = max(1, math.ceil((stats.high - stats.low + 1) / bins))
+        return Numeric(name, tuple(int(stats.low) + step * i for i in range(bins + 1)))
     edges = np.linspace(stats.low, stats.high, bins + 1)
-    if stats.low.is_integer() and stats.high.is_integer() and stats.high - stats.low >= bins:
-        edges = np.unique(np.round(edges))
-    return Numeric(name, tuple(int(e) if float(e).is_integer() else float(e) for e in edges))
+    return Numeric(name, tuple(float(e) for e in edges))

@@ -162,6 +162,11 @@ class Workload:
         """The distinct column subsets, in order of first appearance."""
         return list(self._groups())
 
+    def groups(self) -> dict[tuple[str, ...], np.ndarray]:
+        """Query ids (in workload order) of each column subset."""
+        return {subset: np.sort(np.concatenate([g.cell_ids, [i for i, _ in g.other]]).astype(np.int64))
+                for subset, g in self._groups().items()}
+
     def answer(self, tables: Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.ndarray]) -> np.ndarray:
         """Answer every query from marginal tables, one per subset (a mapping or a function).
 

@@ -1,0 +1,25 @@
+import pytest
+
+from synth._io import atomic_write
+
+
+def test_atomic_write_replaces_only_on_success(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_write(path) as handle:
+            handle.write("half")
+            raise RuntimeError("boom")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    with atomic_write(path) as handle:
+        handle.write("new")
+    assert path.read_text() == "new"
+
+
+def test_atomic_write_leaves_nothing_when_target_is_new(tmp_path):
+    with pytest.raises(KeyError):
+        with atomic_write(tmp_path / "x.csv") as handle:
+            handle.write("partial")
+            raise KeyError("x")
+    assert list(tmp_path.iterdir()) == []

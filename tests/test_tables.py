@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from . import reference
+from synth.errors import DataError, SchemaError
+from synth.schema import Coded, Schema
+from synth.tables import add_counts, histogram, marginal, marginal_from_dense
+
+
+@st.composite
+def schema_and_codes(draw):
+    sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=5))
+    n = draw(st.integers(0, 200))
+    seed = draw(st.integers(0, 2**32 - 1))
+    dtype = draw(st.sampled_from([np.uint8, np.uint16, np.int32, np.int64]))
+    rng = np.random.default_rng(seed)
+    codes = np.stack([rng.integers(0, s, n) for s in sizes], axis=1).astype(dtype)
+    schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
+    return schema, codes
+
+
+@settings(max_examples=150, deadline=None)
+@given(schema_and_codes(), st.data())
+def test_marginal_kernel_matches_bincount(case, data):
+    schema, codes = case
+    positions = data.draw(st.lists(st.integers(0, len(schema) - 1), unique=True, max_size=len(schema)))
+    names = [schema.names[p] for p in positions]
+    got = marginal(codes, schema, names)
+    expected = reference.count_table(codes, positions, tuple(schema.shape[p] for p in positions))
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == np.int64
+
+
+@settings(max_examples=50, deadline=None)
+@given(schema_and_codes())
+def test_histogram_is_the_marginal_over_every_column(case):
+    schema, codes = case
+    got = histogram(codes, schema)
+    assert got.shape == schema.shape
+    np.testing.assert_array_equal(got, reference.count_table(codes, list(range(len(schema))), schema.shape))
+    assert got.sum() == codes.shape[0]
+
+
+def test_counts_accumulate_across_chunks(rng):
+    schema = Schema((Coded("a", 4), Coded("b", 3)))
+    codes = rng.integers(0, [4, 3], size=(1000, 2)).astype(np.uint8)
+    out = np.zeros(12, dtype=np.int64)
+    for chunk in np.array_split(codes, 7):
+        add_counts(chunk, schema, np.array([0, 1]), out)
+    np.testing.assert_array_equal(out.reshape(4, 3), marginal(codes, schema))
+
+
+def test_out_of_range_code_names_row_and_column():
+    schema = Schema((Coded("a", 4), Coded("b", 3)))
+    codes = np.array([[0, 0], [1, 2], [3, 3]], dtype=np.int32)
+    with pytest.raises(DataError, match=r"row 3, column 'b': code 3 is outside 0..2"):
+        marginal(codes, schema)
+    negative = np.array([[0, 0], [-1, 0]], dtype=np.int32)
+    with pytest.raises(DataError, match=r"row 2, column 'a': code -1"):
+        marginal(negative, schema)
+
+
+def test_table_past_the_cap_is_refused():
+    schema = Schema((Coded("a", 1000), Coded("b", 1000)))
+    with pytest.raises(SchemaError, match="1,000,000 cells, more than the cap of 1,000"):
+        histogram(np.zeros((1, 2), dtype=np.int32), schema, max_cells=1000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6), st.data())
+def test_marginal_from_dense_matches_reshape_sum(sizes, data):
+    schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    positions = data.draw(st.lists(st.integers(0, len(sizes) - 1), unique=True, min_size=1, max_size=len(sizes)))
+    names = [schema.names[p] for p in positions]
+    x = rng.random(schema.universe_size)
+    got = marginal_from_dense(x, schema, names)
+    np.testing.assert_allclose(got, reference.marginal_of_dense(x, schema.shape, positions), rtol=1e-12)
+    counts = rng.integers(0, 50, schema.universe_size)
+    got_counts = marginal_from_dense(counts, schema, names)
+    assert got_counts.dtype == np.int64
+    np.testing.assert_array_equal(got_counts, reference.marginal_of_dense(counts, schema.shape, positions))
+
+
+def test_marginal_from_dense_of_histogram_equals_marginal_of_rows(rng):
+    schema = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 2), Coded("d", 5)))
+    codes = np.stack([rng.integers(0, s, 500) for s in schema.shape], axis=1)
+    x = histogram(codes, schema)
+    for names in (["b"], ["d", "a"], ["a", "c"], ["b", "c", "d"]):
+        np.testing.assert_array_equal(marginal_from_dense(x, schema, names), marginal(codes, schema, names))
+
+
+def test_marginal_from_dense_checks_size():
+    schema = Schema((Coded("a", 3), Coded("b", 4)))
+    with pytest.raises(ValueError, match="has 5 cells but the universe has 12"):
+        marginal_from_dense(np.zeros(5), schema, ["a"])
