@@ -32,6 +32,29 @@ def count_cells(codes, cols, sizes, strides, out):  # pragma: no cover - compile
 
 
 @njit(cache=True)
+def _block_sum(x, start, length):  # pragma: no cover - compiled
+    """Sum of ``x[start:start+length]`` with four running totals (lets the CPU overlap adds).
+
+    A fixed order, so the result is deterministic (no fastmath reassociation).
+    """
+    t0 = x[start] - x[start]
+    t1 = t0
+    t2 = t0
+    t3 = t0
+    i = 0
+    while i + 4 <= length:
+        t0 += x[start + i]
+        t1 += x[start + i + 1]
+        t2 += x[start + i + 2]
+        t3 += x[start + i + 3]
+        i += 4
+    while i < length:
+        t0 += x[start + i]
+        i += 1
+    return (t0 + t1) + (t2 + t3)
+
+
+@njit(cache=True)
 def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
     """Sum the flat row-major array ``x`` of shape ``dims`` onto the axes where ``keep``.
 
@@ -50,6 +73,8 @@ def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
         if keep_inner:
             for i in range(inner):
                 out[base + i] += x[position + i]
+        elif inner >= 16:
+            out[base] += _block_sum(x, position, inner)
         else:
             total = x[position]
             for i in range(1, inner):

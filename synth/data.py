@@ -98,16 +98,18 @@ def _encode_column(series: pd.Series, column: Column, source: object, first_row:
 
     if isinstance(column, Categorical) and not column.numeric_labels:
         return _encode_labels(series, column, fail), 0
+    if isinstance(column, Coded) and isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
+        return _check_codes(series.to_numpy(), column, fail), 0  # fast path: plain integers
     values = _numbers(series, fail)
     if isinstance(column, Numeric):
         codes, clipped = column.bin_codes(values)
         return codes, int(clipped.sum())
     if isinstance(column, Coded):
-        bad = (values != np.floor(values)) | (values < 0) | (values >= column.size)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise fail(f"value {format_value(values[i])} is outside the domain 0..{column.size - 1}", i)
-        return values.astype(np.int64), 0
+        fractional = values != np.floor(values)
+        if fractional.any():
+            i = int(np.argmax(fractional))
+            raise fail(f"value {format_value(values[i])} is not an integer code (domain 0..{column.size - 1})", i)
+        return _check_codes(values, column, fail).astype(np.int64), 0
     labels = np.array([float(v) for v in column.values])
     order = np.argsort(labels)
     at = np.clip(np.searchsorted(labels[order], values), 0, len(labels) - 1)
@@ -116,6 +118,14 @@ def _encode_column(series: pd.Series, column: Column, source: object, first_row:
         i = int(np.argmax(~found))
         raise fail(f"unknown category {format_value(values[i])}; allowed: {_allowed(column)}", i)
     return order[at], 0
+
+
+def _check_codes(values: np.ndarray, column: Coded, fail) -> np.ndarray:
+    """``values`` if every one lies in ``0..size-1``, else the error for the first that does not."""
+    if values.size and (values.min() < 0 or values.max() >= column.size):
+        i = int(np.argmax((values < 0) | (values >= column.size)))
+        raise fail(f"value {format_value(values[i])} is outside the domain 0..{column.size - 1}", i)
+    return values
 
 
 def _encode_labels(series: pd.Series, column: Categorical, fail) -> np.ndarray:

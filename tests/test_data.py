@@ -57,7 +57,7 @@ def test_numeric_labelled_categorical_matches_by_value(tmp_path):
     [
         ("sex,age,race\nmale,25,2\nmal,30,1\n", r"d.csv: row 2, column 'sex': unknown category 'mal'; allowed: female, male"),
         ("sex,age,race\nmale,25,2\nmale,30,3\n", r"d.csv: row 2, column 'race': value 3 is outside the domain 0..2"),
-        ("sex,age,race\nmale,25,2\nmale,30,1.5\n", r"row 2, column 'race': value 1.5 is outside the domain"),
+        ("sex,age,race\nmale,25,2\nmale,30,1.5\n", r"row 2, column 'race': value 1.5 is not an integer code \(domain 0..2\)"),
         ("sex,age,race\nmale,25,2\nmale,old,1\n", r"d.csv: row 2, column 'age': non-numeric value 'old'"),
         ("sex,age,race\nmale,25,x\n", r"d.csv: row 1, column 'race': non-numeric value 'x'"),
         ("sex,age,race\nmale,25,2\n,30,1\n", r"d.csv: row 2, column 'sex': missing value"),
