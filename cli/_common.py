@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 
@@ -52,6 +53,15 @@ columns_option = click.option(
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 
 
+def _output_folder_exists(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Fail before any work is done when the output cannot be created."""
+    if value != "-":
+        folder = os.path.dirname(os.path.abspath(value))
+        if not os.path.isdir(folder):
+            raise click.BadParameter(f"folder {folder!r} does not exist", ctx=ctx, param=param)
+    return value
+
+
 def output_option(help_text: str):
     return click.option(
         "-o",
@@ -59,6 +69,7 @@ def output_option(help_text: str):
         type=click.Path(dir_okay=False, writable=True, allow_dash=True),
         default="-",
         show_default=True,
+        callback=_output_folder_exists,
         help=f"{help_text} ('-' writes to stdout).",
     )
 

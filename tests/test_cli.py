@@ -778,3 +778,13 @@ def test_random_conjunctions_on_adult_match_pandas(tmp_path, adult_frame):
     assert expected[0] == ADULT_ROWS
     assert got["answer"].tolist() == expected
     assert any(0 < e < ADULT_ROWS for e in expected)
+
+
+def test_output_into_a_missing_folder_fails_before_reading(tmp_path, rich):
+    data = write_csv(tmp_path / "d.csv", rich_lines(5))
+    target = tmp_path / "nope" / "answers.csv"
+    result = invoke("answer", data, "--schema", rich[0], "--workload", rich[1], "--exact", "-o", target)
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert "does not exist" in result.stderr and "nope" in result.stderr
+    assert "NON-PRIVATE" not in result.stderr  # stopped before any answer was computed

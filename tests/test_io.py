@@ -23,3 +23,11 @@ def test_atomic_write_leaves_nothing_when_target_is_new(tmp_path):
             handle.write("partial")
             raise KeyError("x")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_into_a_missing_folder_names_the_target(tmp_path):
+    target = tmp_path / "nope" / "out.csv"
+    with pytest.raises(FileNotFoundError) as info:
+        with atomic_write(target):
+            pass
+    assert info.value.filename == str(target)
