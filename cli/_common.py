@@ -50,6 +50,14 @@ columns_option = click.option(
     help="Work on these columns only (comma-separated, in this order).",
 )
 
+schema_option = click.option(
+    "--schema",
+    "schema_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Schema JSON, or a private-pgm domain file {column: size}.",
+)
+
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 
 

@@ -6,15 +6,14 @@ import csv
 
 import click
 
-from ._common import columns_option, load_schema, note, output_option, progress, quiet_option, warn, write_output
+from ._common import columns_option, load_schema, note, output_option, progress, quiet_option, schema_option, warn, write_output
 
 NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
 
 @click.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=False))
-@click.option("--schema", "schema_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Schema or private-pgm domain JSON.")
+@schema_option
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON (see the README for the format).")
 @click.option("--exact", is_flag=True,

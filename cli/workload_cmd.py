@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import columns_option, load_schema, note, output_option, write_output
+from ._common import columns_option, load_schema, note, output_option, schema_option, write_output
 
 
 @click.group()
@@ -18,11 +18,10 @@ def workload() -> None:
 
 
 @workload.command("marginals")
-@click.option("--schema", "schema_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Schema or private-pgm domain JSON.")
+@schema_option
 @click.option("--way", required=True, type=click.IntRange(1), help="Marginal order K (columns per marginal).")
 @columns_option
-@click.option("--max-queries", default=5_000_000, show_default=True, type=click.IntRange(1),
+@click.option("--max-queries", default=1_000_000, show_default=True, type=click.IntRange(1),
               help="Refuse to write more queries than this.")
 @output_option("Where to write the workload JSON")
 def marginals(schema_file: str, way: int, columns: str | None, max_queries: int, output: str) -> None:

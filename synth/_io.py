@@ -28,6 +28,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Ite
     except OSError as exc:  # name the file the caller asked for, not the temporary one
         raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
             handle.flush()
@@ -37,6 +38,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Ite
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def read_json(path: str | os.PathLike, error: type[SynthError] = SynthError) -> Any:

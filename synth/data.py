@@ -24,7 +24,7 @@ import pandas as pd
 
 from .errors import DataError, locate
 from .tables import DEFAULT_MAX_CELLS, _check_cells, add_counts
-from .schema import Categorical, Coded, Column, Numeric, Schema, format_value
+from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
 __all__ = ["Encoded", "ScanResult", "code_dtype", "encode", "iter_encoded", "read", "scan", "decode"]
 
@@ -116,7 +116,7 @@ def _encode_column(series: pd.Series, column: Column, source: object, first_row:
     found = labels[order][at] == values
     if not found.all():
         i = int(np.argmax(~found))
-        raise fail(f"unknown category {format_value(values[i])}; allowed: {_allowed(column)}", i)
+        raise fail(f"unknown category {format_value(values[i])}; allowed: {_list_preview(column.values)}", i)
     return order[at], 0
 
 
@@ -145,7 +145,7 @@ def _encode_labels(series: pd.Series, column: Categorical, fail) -> np.ndarray:
     unknown = codes < 0
     if unknown.any():
         i = int(np.argmax(unknown))
-        raise fail(f"unknown category {_shown(cat.iloc[i])}; allowed: {_allowed(column)}", i)
+        raise fail(f"unknown category {_shown(cat.iloc[i])}; allowed: {_list_preview(column.values)}", i)
     return codes
 
 
@@ -176,11 +176,6 @@ def _numbers(series: pd.Series, fail) -> np.ndarray:
 def _shown(value) -> str:
     """A data value as it should appear in an error: strings quoted, numbers plain."""
     return repr(value) if isinstance(value, str) else format_value(value)
-
-
-def _allowed(column: Categorical) -> str:
-    shown = ", ".join(format_value(v) for v in column.values[:12])
-    return shown + (f", ... ({column.size} in all)" if column.size > 12 else "")
 
 
 def _check_header(names: list[str], schema: Schema, selected: Schema, source: object) -> None:

@@ -75,10 +75,12 @@ class Categorical:
                 raise SchemaError(
                     f"column {self.name!r}: value {value!r} must be a string or a number"
                 )
-        if len({_label_key(v) for v in self.values}) != len(self.values):
-            seen: set = set()
-            dup = next(v for v in self.values if _label_key(v) in seen or seen.add(_label_key(v)))
-            raise SchemaError(f"column {self.name!r}: value {dup!r} is listed twice")
+        seen: set = set()
+        for value in self.values:
+            key = _label_key(value)
+            if key in seen:
+                raise SchemaError(f"column {self.name!r}: value {value!r} is listed twice")
+            seen.add(key)
 
     @property
     def size(self) -> int:

@@ -46,9 +46,11 @@ def add_counts(codes: np.ndarray, schema: Schema, positions: np.ndarray, out: np
         raise ValueError(f"codes must have shape (n, {len(schema)}), got {codes.shape}")
     if not np.issubdtype(codes.dtype, np.integer):
         raise TypeError(f"codes must be an integer array, got dtype {codes.dtype}")
-    sub = schema.project([schema.names[p] for p in positions]) if len(positions) else None
     sizes = np.array([schema.shape[p] for p in positions], dtype=np.int64)
-    strides = sub.strides if sub is not None else np.zeros(0, dtype=np.int64)
+    if out.ndim != 1 or out.size != int(np.prod(sizes)) or out.dtype != np.int64:
+        raise ValueError(f"out must be a flat int64 array of {int(np.prod(sizes))} cells")
+    strides = np.ones(len(sizes), dtype=np.int64)  # row-major: last column fastest
+    strides[:-1] = np.cumprod(sizes[::-1])[::-1][1:]
     bad = _kernels.count_cells(codes, positions, sizes, strides, out)
     if bad >= 0:
         row = codes[bad]

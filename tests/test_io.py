@@ -31,3 +31,15 @@ def test_atomic_write_into_a_missing_folder_names_the_target(tmp_path):
         with atomic_write(target):
             pass
     assert info.value.filename == str(target)
+
+
+def test_atomic_write_gives_the_usual_file_mode(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        with atomic_write(tmp_path / "out.txt") as handle:
+            handle.write("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o644

@@ -96,3 +96,9 @@ def test_marginal_from_dense_checks_size():
     schema = Schema((Coded("a", 3), Coded("b", 4)))
     with pytest.raises(ValueError, match="has 5 cells but the universe has 12"):
         marginal_from_dense(np.zeros(5), schema, ["a"])
+
+
+def test_add_counts_refuses_a_wrong_sized_table():
+    schema = Schema((Coded("a", 4), Coded("b", 3)))
+    with pytest.raises(ValueError, match="flat int64 array of 12 cells"):
+        add_counts(np.zeros((2, 2), dtype=np.uint8), schema, np.array([0, 1]), np.zeros(11, dtype=np.int64))
