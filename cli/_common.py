@@ -58,6 +58,23 @@ schema_option = click.option(
     help="Schema JSON, or a private-pgm domain file {column: size}.",
 )
 
+def _announce_seed(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None:
+        from synth.rng import SEEDED_RUN_WARNING
+
+        warn(f"--seed {value}: {SEEDED_RUN_WARNING}")
+    return value
+
+
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(0),
+    default=None,
+    callback=_announce_seed,
+    help="Seed the noise for a reproducible TEST run (never for release; the output says so). "
+    "Default: seeded from the OS's secure source.",
+)
+
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 
 

@@ -32,6 +32,10 @@ _LAZY = {
     "marginal_from_dense": "tables",
     "exact_answers": "exact",
     "infer_schema": "infer",
+    "Accountant": "accounting",
+    "Budget": "accounting",
+    "BudgetExceeded": "accounting",
+    "make_rng": "rng",
 }
 
 __all__ = ["__version__", *_LAZY]

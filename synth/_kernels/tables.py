@@ -1,8 +1,4 @@
-"""Numba kernels. Private: callers validate inputs and pass contiguous arrays and scalars.
-
-Each kernel has a plain NumPy reference in ``tests/reference.py`` that the tests compare it
-with on random inputs.
-"""
+"""Counting kernels: tables of code combinations from rows, and sums of dense tables."""
 
 from __future__ import annotations
 

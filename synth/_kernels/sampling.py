@@ -1,0 +1,235 @@
+"""Exact sampling kernels over an explicit xoshiro256** state (4 uint64 words).
+
+Integer-only where the output is released: uniform integers by rejection, Bernoulli(exp(-u/t))
+by the series method of Canonne, Kamath and Steinke (2020, Algorithm 1), and the discrete
+Laplace by their Algorithm 2. No floating point touches a discrete Laplace draw. Gumbel
+noise (for Gumbel-max selection) is floating point; only the argmax index is released.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+_INT64_MAX = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x, k):  # pragma: no cover - compiled
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def next_u64(state):  # pragma: no cover - compiled
+    """The next 64 random bits of xoshiro256** (Blackman and Vigna), advancing ``state``."""
+    s0 = state[0]
+    s1 = state[1]
+    s2 = state[2]
+    s3 = state[3]
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    state[0] = s0
+    state[1] = s1
+    state[2] = s2
+    state[3] = s3
+    return result
+
+
+@njit(cache=True)
+def uniform_below(state, n):  # pragma: no cover - compiled
+    """A uniform integer in ``[0, n)`` for a uint64 ``n >= 1``, exactly (rejection)."""
+    if (n & (n - _ONE)) == _ZERO:  # a power of two: take the low bits
+        return next_u64(state) & (n - _ONE)
+    excess = ((_ALL_ONES % n) + _ONE) % n  # 2^64 mod n: the words to reject
+    bound = _ZERO - excess  # 2^64 - excess, a multiple of n (wraps to 0 when excess is 0)
+    while True:
+        word = next_u64(state)
+        if excess == _ZERO or word < bound:
+            return word % n
+
+
+@njit(cache=True)
+def uniform_below_small(state, n):  # pragma: no cover - compiled
+    """A uniform integer in ``[0, n)`` for ``1 <= n < 2^32``, exactly.
+
+    Lemire's multiply-shift method on 32 random bits: one multiplication, and a modulo only
+    in the rare rejection zone.
+    """
+    product = (next_u64(state) >> np.uint64(32)) * n
+    low = product & np.uint64(0xFFFFFFFF)
+    if low < n:
+        floor = (np.uint64(0x100000000) - n) % n
+        while low < floor:
+            product = (next_u64(state) >> np.uint64(32)) * n
+            low = product & np.uint64(0xFFFFFFFF)
+    return product >> np.uint64(32)
+
+
+@njit(cache=True)
+def bernoulli_exp_fraction(state, num, den):  # pragma: no cover - compiled
+    """True with probability exp(-num/den) for uint64 ``0 <= num <= den``, exactly.
+
+    CKS Algorithm 1: count K while Bernoulli(gamma / K) succeeds; return whether K is odd.
+    Bernoulli(gamma / K) is Bernoulli(num/den) and Bernoulli(1/K), which never overflows.
+    """
+    k = np.uint64(1)
+    while True:
+        if uniform_below(state, den) >= num:
+            break
+        if k > _ONE and uniform_below_small(state, k) != _ZERO:
+            break
+        k += _ONE
+    return (k & _ONE) == _ONE
+
+
+@njit(cache=True)
+def bernoulli_exp_pow2(state, u, bits):  # pragma: no cover - compiled
+    """True with probability exp(-u / 2^bits) for ``0 <= u <= 2^bits``, ``bits <= 40``, exactly.
+
+    The series of CKS Algorithm 1, one 64-bit word per step: its low ``bits`` bits decide
+    Bernoulli(u / 2^bits) and its top 24 bits Bernoulli(1/K) (Lemire's multiply-shift, with a
+    fresh word only in the rare rejection zone). The two parts use disjoint bits, so they
+    are independent and their conjunction is Bernoulli(u / (2^bits K)).
+    """
+    mask = (_ONE << np.uint64(bits)) - _ONE
+    k = np.uint64(1)
+    while True:
+        word = next_u64(state)
+        if (word & mask) >= u:
+            break
+        if k > _ONE:
+            product = (word >> np.uint64(40)) * k
+            low = product & np.uint64(0xFFFFFF)
+            if low < k:
+                floor = (np.uint64(0x1000000) - k) % k
+                while low < floor:
+                    product = (next_u64(state) >> np.uint64(40)) * k
+                    low = product & np.uint64(0xFFFFFF)
+            if (product >> np.uint64(24)) != _ZERO:
+                break
+        k += _ONE
+    return (k & _ONE) == _ONE
+
+
+@njit(cache=True)
+def bernoulli_exp_minus_one(state):  # pragma: no cover - compiled
+    """True with probability exp(-1), exactly (CKS Algorithm 1 with gamma = 1).
+
+    Bernoulli(1/1) always succeeds, so the series starts at K = 2.
+    """
+    k = np.uint64(2)
+    while uniform_below_small(state, k) == _ZERO:
+        k += _ONE
+    return (k & _ONE) == _ONE
+
+
+@njit(cache=True)
+def discrete_laplace_one(state, s, t, v_max, bits):  # pragma: no cover - compiled
+    """One draw with P(z) proportional to exp(-|z| s / t) (CKS Algorithm 2), and an ok flag.
+
+    ``s`` and ``t`` are uint64 >= 1 with ``t < 2^62``; ``v_max`` is
+    ``(2^63 - 1 - (t - 1)) // t`` and ``bits`` is ``log2(t)`` when ``t`` is a power of two up to
+    2^40, else -1 (see ``laplace_constants``). The flag is False only when an intermediate value would
+    overflow 63 bits (probability below exp(-2^20)); the caller then draws that sample with
+    Python integers. With ``bits >= 0`` the U step uses ``bernoulli_exp_pow2``; otherwise the
+    general ``bernoulli_exp_fraction``.
+    """
+    while True:
+        if bits >= 0:
+            u = next_u64(state) & (t - _ONE)
+            if not bernoulli_exp_pow2(state, u, bits):
+                continue
+        else:
+            u = uniform_below(state, t)
+            if not bernoulli_exp_fraction(state, u, t):
+                continue
+        v = _ZERO
+        while bernoulli_exp_minus_one(state):
+            v += _ONE
+            if v > v_max:
+                return np.int64(0), False
+        x = u + t * v  # geometric with parameter 1 - exp(-1/t)
+        y = x // s  # geometric with parameter 1 - exp(-s/t)
+        negative = (next_u64(state) >> np.uint64(63)) == _ONE
+        if negative and y == _ZERO:
+            continue
+        value = np.int64(y)
+        return (-value if negative else value), True
+
+
+@njit(cache=True)
+def laplace_constants(t):  # pragma: no cover - compiled
+    """Per-parameter constants of ``discrete_laplace_one``: ``(v_max, bits)``."""
+    v_max = (_INT64_MAX - (t - _ONE)) // t
+    bits = -1
+    if (t & (t - _ONE)) == _ZERO and t <= (_ONE << np.uint64(40)):
+        bits = 0
+        while (_ONE << np.uint64(bits)) < t:
+            bits += 1
+    return v_max, bits
+
+
+@njit(cache=True)
+def fill_discrete_laplace(out, start, stop, s, t, state):  # pragma: no cover - compiled
+    """Fill ``out[start:stop]`` with discrete Laplace draws; return where it stopped.
+
+    Returns ``stop`` when done, or the index of a draw the caller must make itself.
+    """
+    v_max, bits = laplace_constants(t)
+    for i in range(start, stop):
+        value, ok = discrete_laplace_one(state, s, t, v_max, bits)
+        if not ok:
+            return i
+        out[i] = value
+    return stop
+
+
+@njit(cache=True, parallel=True)
+def fill_discrete_laplace_blocks(out, block, s, t, states, stops):  # pragma: no cover - compiled
+    """``fill_discrete_laplace`` over blocks of ``block`` draws in parallel, block b with its
+    own state ``states[b]``: the output does not depend on the number of threads.
+    ``stops[b]`` gets where block b stopped (its end when done)."""
+    n_blocks = states.shape[0]
+    for b in prange(n_blocks):
+        start = b * block
+        stop = min(start + block, out.shape[0])
+        stops[b] = fill_discrete_laplace(out, start, stop, s, t, states[b])
+
+
+@njit(cache=True)
+def uniform_open01(state):  # pragma: no cover - compiled
+    """A uniform float in the open interval (0, 1): 53 random bits plus one half."""
+    return (np.float64(next_u64(state) >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def gumbel(state):  # pragma: no cover - compiled
+    """A standard Gumbel draw, -log(-log(U))."""
+    return -np.log(-np.log(uniform_open01(state)))
+
+
+@njit(cache=True)
+def gumbel_argmax(scores, scale, state, best_key, best_index, offset):  # pragma: no cover - compiled
+    """Streaming Gumbel-max over one chunk of scores: key = scale * score + Gumbel.
+
+    ``-inf`` scores are excluded (their key is never drawn). Returns the running
+    ``(best_key, best_index)``, indices counted from ``offset``.
+    """
+    for i in range(scores.shape[0]):
+        score = scores[i]
+        if score == -np.inf:
+            continue
+        key = scale * score + gumbel(state)
+        if key > best_key:
+            best_key = key
+            best_index = offset + i
+    return best_key, best_index

@@ -1,0 +1,198 @@
+"""The sparse vector technique: answer "is this query above the threshold?" for a stream of
+queries, paying only for the queries that are above (Dwork and Roth 2014, Section 3.6).
+
+* ``AboveThreshold``: threshold noise Lap(2 sensitivity / epsilon), query noise
+  Lap(4 sensitivity / epsilon); halts after the first "above". epsilon-DP in total.
+* ``NumericSparse``: the same test, and on "above" it releases the value plus fresh
+  Lap(sensitivity / epsilon_release) noise. (epsilon_test + epsilon_release)-DP.
+* ``Sparse``: AboveThreshold restarted with a fresh noisy threshold after each "above", up
+  to ``max_above`` times; each run gets epsilon / max_above (or, with delta > 0,
+  epsilon / sqrt(8 max_above ln(1/delta)) for advanced composition). Each run is charged
+  to the accountant when it starts answering.
+
+The noise is exact discrete Laplace on the lattice of the sensitivity: for an integer
+sensitivity (counts) it is integer noise with the scales above; for any other sensitivity
+(fractions, e.g. 1/n) it is ``sensitivity * Z`` with Z discrete Laplace of scale 2/epsilon
+(4/epsilon), which shifts by exactly one lattice step between neighbouring datasets. Only the
+comparison result (and NumericSparse's noisy value) is released.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..rng import make_rng
+from ..validation import check_delta, check_epsilon, check_positive_int, check_real, check_sensitivity
+from .discrete import discrete_laplace_noise
+
+if TYPE_CHECKING:
+    from ..accounting import Accountant
+
+__all__ = ["AboveThreshold", "NumericSparse", "Sparse"]
+
+
+class _LatticeNoise:
+    """Discrete Laplace noise of scale ``multiple * sensitivity / epsilon`` on the sensitivity's lattice."""
+
+    def __init__(self, epsilon: float, sensitivity: float, rng: np.random.Generator):
+        self.integer = float(sensitivity).is_integer()
+        self.unit = 1.0 if self.integer else sensitivity
+        self.steps = sensitivity if self.integer else 1.0  # the sensitivity in lattice steps
+        self.epsilon = epsilon
+        self.rng = rng
+
+    def draw(self, multiple: float):
+        z = int(discrete_laplace_noise(1, self.epsilon / multiple, self.steps, self.rng)[0])
+        return z if self.integer else self.unit * z
+
+
+class AboveThreshold:
+    """Tell, one query value at a time, whether it is above ``threshold``; halt after the first
+    "above". epsilon-DP for query values whose sensitivity is ``sensitivity``.
+
+    >>> at = AboveThreshold(100, epsilon=1.0, rng=7)
+    >>> [at.test(v) for v in (3, 5, 400)]
+    [False, False, True]
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        epsilon: float,
+        sensitivity: float = 1,
+        rng: np.random.Generator | int | None = None,
+        *,
+        accountant: Accountant | None = None,
+        note: str = "",
+    ):
+        self.threshold = check_real(threshold, "threshold")
+        if not math.isfinite(self.threshold):
+            raise ValueError(f"threshold ({threshold!r}) must be finite")
+        self.epsilon = check_epsilon(epsilon)
+        self.sensitivity = check_sensitivity(sensitivity)
+        self._noise = _LatticeNoise(self.epsilon, self.sensitivity, make_rng(rng))
+        self._accountant = accountant
+        self._note = note
+        if accountant is not None:
+            accountant.check(self.epsilon)
+        self._noisy_threshold = self.threshold + self._noise.draw(2)
+        self._charged = False
+        self.halted = False
+        self.answered = 0
+
+    def _charge(self) -> None:
+        if not self._charged and self._accountant is not None:
+            self._accountant.spend(self.epsilon, mechanism="above_threshold", note=self._note)
+        self._charged = True
+
+    def test(self, value: float) -> bool:
+        """True when ``value`` (plus fresh noise) is above the noisy threshold; then it halts."""
+        if self.halted:
+            raise RuntimeError("AboveThreshold halted after its first 'above': start a new one")
+        value = check_real(value, "value")
+        if not math.isfinite(value):
+            raise ValueError(f"value ({value!r}) must be finite")
+        self._charge()
+        above = value + self._noise.draw(4) >= self._noisy_threshold
+        self.answered += 1
+        self.halted = above
+        return above
+
+
+class NumericSparse:
+    """AboveThreshold that also releases a noisy value for the query that is above.
+
+    ``query(value)`` returns None while below; on the first "above" it returns ``value`` plus
+    fresh discrete Laplace noise of scale ``sensitivity / epsilon_release`` and halts.
+    (epsilon_test + epsilon_release)-DP.
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        epsilon_test: float,
+        epsilon_release: float,
+        sensitivity: float = 1,
+        rng: np.random.Generator | int | None = None,
+        *,
+        accountant: Accountant | None = None,
+        note: str = "",
+    ):
+        generator = make_rng(rng)
+        self.epsilon_release = check_epsilon(epsilon_release, "epsilon_release")
+        if accountant is not None:
+            accountant.check(check_epsilon(epsilon_test, "epsilon_test") + self.epsilon_release)
+        self._test = AboveThreshold(threshold, epsilon_test, sensitivity, generator, accountant=accountant, note=note)
+        self._release_noise = _LatticeNoise(self.epsilon_release, self._test.sensitivity, generator)
+        self._accountant = accountant
+        self._note = note
+
+    @property
+    def halted(self) -> bool:
+        return self._test.halted
+
+    def query(self, value: float) -> float | None:
+        """None when below; the noisy value (then halted) when above."""
+        if not self._test.test(value):
+            return None
+        if self._accountant is not None:
+            self._accountant.spend(self.epsilon_release, mechanism="numeric_sparse release", note=self._note)
+        return value + self._release_noise.draw(1)
+
+
+class Sparse:
+    """AboveThreshold restarted after each "above", for at most ``max_above`` aboves.
+
+    epsilon-DP in total (delta = 0), or (epsilon, delta)-DP with advanced composition.
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        epsilon: float,
+        max_above: int,
+        sensitivity: float = 1,
+        rng: np.random.Generator | int | None = None,
+        *,
+        delta: float = 0.0,
+        accountant: Accountant | None = None,
+        note: str = "",
+    ):
+        self.threshold = check_real(threshold, "threshold")
+        self.epsilon = check_epsilon(epsilon)
+        self.max_above = check_positive_int(max_above, "max_above")
+        self.delta = check_delta(delta)
+        self.sensitivity = check_sensitivity(sensitivity)
+        if self.delta > 0:
+            self.epsilon_per_run = self.epsilon / math.sqrt(8 * self.max_above * math.log(1 / self.delta))
+        else:
+            from ..accounting import split_epsilon
+
+            self.epsilon_per_run = split_epsilon(self.epsilon, self.max_above)
+        self._rng = make_rng(rng)
+        self._accountant = accountant
+        self._note = note
+        self.aboves = 0
+        self._run = self._new_run()
+
+    def _new_run(self) -> AboveThreshold:
+        return AboveThreshold(self.threshold, self.epsilon_per_run, self.sensitivity, self._rng,
+                              accountant=self._accountant, note=self._note)
+
+    @property
+    def halted(self) -> bool:
+        return self.aboves >= self.max_above
+
+    def test(self, value: float) -> bool:
+        """True when above (a fresh noisy threshold follows); halts after ``max_above`` aboves."""
+        if self.halted:
+            raise RuntimeError(f"Sparse halted after {self.max_above} 'above' answers")
+        above = self._run.test(value)
+        if above:
+            self.aboves += 1
+            if not self.halted:
+                self._run = self._new_run()
+        return above
