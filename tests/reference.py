@@ -28,3 +28,124 @@ def query_count(codes: np.ndarray, positions: list[int], allowed: list[np.ndarra
     for p, values in zip(positions, allowed):
         mask &= np.isin(codes[:, p], values)
     return int(mask.sum())
+
+
+# -- sampling kernels: pure-Python twins that consume the same xoshiro256** stream ----------
+
+_MASK64 = (1 << 64) - 1
+
+
+class Xoshiro:
+    """xoshiro256** in Python integers, on a copy of a kernel state."""
+
+    def __init__(self, state):
+        self.s = [int(w) for w in state]
+
+    def next(self) -> int:
+        s = self.s
+
+        def rotl(x, k):
+            return ((x << k) | (x >> (64 - k))) & _MASK64
+
+        result = (rotl((s[1] * 5) & _MASK64, 7) * 9) & _MASK64
+        t = (s[1] << 17) & _MASK64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+
+def uniform_below(gen: Xoshiro, n: int) -> int:
+    if n & (n - 1) == 0:
+        return gen.next() & (n - 1)
+    excess = (1 << 64) % n
+    while True:
+        word = gen.next()
+        if word < (1 << 64) - excess:
+            return word % n
+
+
+def uniform_below_small(gen: Xoshiro, n: int) -> int:
+    product = (gen.next() >> 32) * n
+    low = product & 0xFFFFFFFF
+    floor = ((1 << 32) - n) % n
+    while low < floor:
+        product = (gen.next() >> 32) * n
+        low = product & 0xFFFFFFFF
+    return product >> 32
+
+
+def bernoulli_exp_fraction(gen: Xoshiro, num: int, den: int) -> bool:
+    k = 1
+    while True:
+        if uniform_below(gen, den) >= num:
+            break
+        if k > 1 and uniform_below_small(gen, k) != 0:
+            break
+        k += 1
+    return k % 2 == 1
+
+
+def bernoulli_exp_pow2(gen: Xoshiro, u: int, bits: int) -> bool:
+    mask = (1 << bits) - 1
+    k = 1
+    while True:
+        word = gen.next()
+        if word & mask >= u:
+            break
+        if k > 1:
+            product = (word >> 40) * k
+            low = product & 0xFFFFFF
+            floor = ((1 << 24) - k) % k
+            while low < floor:
+                product = (gen.next() >> 40) * k
+                low = product & 0xFFFFFF
+            if product >> 24 != 0:
+                break
+        k += 1
+    return k % 2 == 1
+
+
+def bernoulli_exp_minus_one(gen: Xoshiro) -> bool:
+    k = 2
+    while uniform_below_small(gen, k) == 0:
+        k += 1
+    return k % 2 == 1
+
+
+def discrete_laplace(gen: Xoshiro, s: int, t: int) -> int:
+    bits = t.bit_length() - 1 if t & (t - 1) == 0 and t <= 1 << 40 else -1
+    while True:
+        if bits >= 0:
+            u = gen.next() & (t - 1)
+            if not bernoulli_exp_pow2(gen, u, bits):
+                continue
+        else:
+            u = uniform_below(gen, t)
+            if not bernoulli_exp_fraction(gen, u, t):
+                continue
+        v = 0
+        while bernoulli_exp_minus_one(gen):
+            v += 1
+        y = (u + t * v) // s
+        negative = gen.next() >> 63 == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def gumbel_argmax(gen: Xoshiro, scores, scale: float) -> int:
+    import math
+
+    best_key, best = -math.inf, -1
+    for i, score in enumerate(scores):
+        if score == -math.inf:
+            continue
+        u = ((gen.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+        key = scale * score + (-math.log(-math.log(u)))
+        if key > best_key:
+            best_key, best = key, i
+    return best

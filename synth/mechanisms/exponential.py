@@ -45,7 +45,7 @@ def _check_scores(scores) -> np.ndarray:
     bad = np.isnan(values) | (values == np.inf)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"scores[{i}] ({values[i]!r}) must be finite or -inf (excluded)")
+        raise ValueError(f"scores[{i}] ({float(values[i])!r}) must be finite or -inf (excluded)")
     return values
 
 
@@ -137,7 +137,8 @@ class StreamingExponential:
         if self._chosen:
             raise RuntimeError("choose() was called: start a new StreamingExponential")
         values = _check_scores(scores)
-        scaled = self.scale * values[values > -np.inf]
+        with np.errstate(over="ignore"):
+            scaled = self.scale * values[values > -np.inf]
         if scaled.size and not np.isfinite(scaled).all():
             raise ValueError("scale * score overflows: shift the scores so they stay below 1e300")
         self._best_key, self._best_index = _kernels.gumbel_argmax(

@@ -1,0 +1,128 @@
+import json
+import math
+from fractions import Fraction
+
+import pytest
+
+from synth.accounting import Accountant, Budget, BudgetExceeded, Charge, compose, split_epsilon
+from synth.composition import advanced_epsilon, zcdp_epsilon
+
+
+def test_budget_is_immutable_and_validated():
+    budget = Budget(1.0, 1e-6)
+    with pytest.raises(AttributeError):
+        budget.epsilon = 2.0
+    with pytest.raises(ValueError, match=r"epsilon \(-1\) must be finite and >= 0"):
+        Budget(-1)
+    with pytest.raises(ValueError, match=r"delta \(2\) must be in \[0, 1\)"):
+        Budget(1, 2)
+
+
+@pytest.mark.parametrize("epsilon, parts", [(1.0, 3), (0.1, 7), (1.0, 10), (2.5, 49), (1e-3, 1000)])
+def test_split_never_adds_up_past_the_total(epsilon, parts):
+    share = split_epsilon(epsilon, parts)
+    assert Fraction(share) * parts <= Fraction(epsilon)
+    assert share == pytest.approx(epsilon / parts, rel=1e-15)
+    accountant = Accountant(epsilon)
+    for _ in range(parts):
+        accountant.spend(share, mechanism="part")
+    assert accountant.spent().method == "basic"
+
+
+def test_accountant_refuses_to_overspend_and_records_nothing():
+    accountant = Accountant(1.0)
+    accountant.spend(0.6, mechanism="a")
+    with pytest.raises(BudgetExceeded, match=r"spending epsilon=0.5 \(b: second\) would bring the total to epsilon=1.1"):
+        accountant.spend(0.5, mechanism="b", note="second")
+    assert len(accountant.ledger()) == 1
+    accountant.spend(0.4, mechanism="c")
+    assert accountant.remaining().epsilon == 0.0
+    with pytest.raises(BudgetExceeded):
+        accountant.check(1e-12)
+    assert isinstance(BudgetExceeded("x"), ValueError)
+
+
+def test_check_does_not_record():
+    accountant = Accountant(1.0)
+    accountant.check(0.9)
+    assert accountant.ledger() == ()
+
+
+def test_zcdp_charge_needs_a_delta_budget():
+    with pytest.raises(BudgetExceeded):
+        Accountant(10.0).spend(rho=0.01, mechanism="gauss")
+    accountant = Accountant(1.0, 1e-6)
+    accountant.spend(rho=0.01, mechanism="gauss")
+    assert accountant.spent().method == "zcdp"
+    assert accountant.spent().epsilon == pytest.approx(zcdp_epsilon(0.01, 1e-6), rel=1e-9)
+
+
+def test_tightest_composition_is_reported():
+    many_small = [Charge("m", 0.01)] * 200
+    spent = compose(many_small, 1e-6)
+    basic = 2.0
+    advanced = advanced_epsilon([0.01] * 200, 1e-6)
+    zcdp = zcdp_epsilon(200 * 0.01**2 / 2, 1e-6)
+    assert spent.epsilon == pytest.approx(min(basic, advanced, zcdp), rel=1e-9)
+    assert spent.epsilon < basic
+    few_large = compose([Charge("m", 0.5)] * 2, 1e-6)
+    assert few_large.method == "basic" and few_large.epsilon == 1.0 and few_large.delta == 0.0
+
+
+def test_with_delta_budget_more_small_charges_fit_than_basic_allows():
+    accountant = Accountant(1.0, 1e-6)
+    count = 0
+    with pytest.raises(BudgetExceeded):
+        while True:
+            accountant.spend(0.01, mechanism="m")
+            count += 1
+    assert count > 200  # basic composition would stop at 100
+    assert accountant.spent().epsilon <= 1.0
+
+
+def test_approximate_charges_use_up_delta():
+    accountant = Accountant(1.0, 1e-5)
+    accountant.spend(0.1, 6e-6, mechanism="approx")
+    with pytest.raises(BudgetExceeded, match="delta"):
+        accountant.spend(0.1, 5e-6, mechanism="approx")
+    spent = accountant.spent()
+    assert spent.delta <= 1e-5
+
+
+def test_a_charge_is_epsilon_or_rho_not_both():
+    accountant = Accountant(1.0, 1e-6)
+    with pytest.raises(TypeError, match="either"):
+        accountant.spend(0.1, rho=0.1)
+    with pytest.raises(TypeError, match="give epsilon"):
+        accountant.spend()
+    with pytest.raises(ValueError, match=r"epsilon \(-0.1\)"):
+        accountant.spend(-0.1)
+
+
+def test_ledger_serializes_and_round_trips():
+    accountant = Accountant(5.0, 1e-6)
+    accountant.spend(0.5, mechanism="discrete_laplace", note="marginal sex,race")
+    accountant.spend(rho=0.02, mechanism="discrete_gaussian")
+    text = accountant.to_json()
+    obj = json.loads(text)
+    assert obj["charges"][0] == {"mechanism": "discrete_laplace", "epsilon": 0.5, "delta": 0.0, "rho": None,
+                                 "note": "marginal sex,race"}
+    assert obj["spent"]["epsilon"] == accountant.spent().epsilon
+    again = Accountant.from_dict(obj)
+    assert again.ledger() == accountant.ledger()
+    assert again.spent() == accountant.spent()
+
+
+def test_spent_never_exceeds_budget_after_random_spending():
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    for delta in (0.0, 1e-6):
+        accountant = Accountant(1.0, delta)
+        for _ in range(300):
+            try:
+                accountant.spend(float(rng.uniform(0.001, 0.2)), mechanism="m")
+            except BudgetExceeded:
+                pass
+        spent = accountant.spent()
+        assert spent.epsilon <= 1.0 and spent.delta <= delta and math.isfinite(spent.epsilon)
