@@ -10,8 +10,8 @@ Three figures, each measured against its baseline in the same run:
    ``x.reshape(shape).sum(axis=other_axes)``.
 
 Every figure is the median of several repeats after a warm-up; the first (JIT) call of
-each kernel is reported separately. Prints a markdown report and writes it to
-``benchmarks/RESULTS.md``.
+each kernel is reported separately. Prints a markdown report and writes it to its own
+section of ``benchmarks/RESULTS.md`` (``_results.write_section``; other sections are kept).
 
 Usage: ``python benchmarks/bench_tables.py [--repeats N] [--quick] [--data-dir DIR]``
 """
@@ -41,9 +41,10 @@ from synth.data import code_dtype, read, scan
 from synth.schema import Schema
 from synth.tables import histogram, marginal_from_dense
 
+from _results import RESULTS_PATH, write_section  # benchmarks/ is on sys.path when run as a script
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
-RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 #: Fast calls are repeated back to back until one timing sample lasts this long.
 MIN_SAMPLE_S = 0.02
 
@@ -586,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     marg = bench_marginals(schema, settings)
     report = render(settings, calls, hist, csv_rows, marg)
     print(report)
-    RESULTS_PATH.write_text(report, encoding="utf-8")
+    write_section("bench_tables", report)
     print(f"(wrote {RESULTS_PATH}; total {time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return 0
 

@@ -202,7 +202,9 @@ def fill_discrete_laplace_blocks(out, block, s, t, states, stops):  # pragma: no
     for b in prange(n_blocks):
         start = b * block
         stop = min(start + block, out.shape[0])
-        stops[b] = fill_discrete_laplace(out, start, stop, s, t, states[b])
+        state = states[b].copy()  # a private copy: neighbouring rows share a cache line
+        stops[b] = fill_discrete_laplace(out, start, stop, s, t, state)
+        states[b, :] = state  # the caller continues from here after a fallback
 
 
 @njit(cache=True)

@@ -13,13 +13,21 @@ queries, paying only for the queries that are above (Dwork and Roth 2014, Sectio
 The noise is exact discrete Laplace on the lattice of the sensitivity: for an integer
 sensitivity (counts) it is integer noise with the scales above; for any other sensitivity
 (fractions, e.g. 1/n) it is ``sensitivity * Z`` with Z discrete Laplace of scale 2/epsilon
-(4/epsilon), which shifts by exactly one lattice step between neighbouring datasets. Only the
-comparison result (and NumericSparse's noisy value) is released.
+(4/epsilon), which shifts by exactly one lattice step between neighbouring datasets. The
+comparison is decided in exact rational arithmetic on the given floats (a floating-point
+comparison rounds near ties in a data-dependent way, which breaks that argument), against a
+noisy threshold lowered by half a lattice step: values on the lattice (counts, or fractions
+c/n computed in floats) then sit half a step from every decision boundary, so the rounding
+error in a computed value cannot flip a comparison. The guarantee is for query values whose
+neighbouring differences are at most the sensitivity; a value computed in floats may exceed
+that by an ulp, which matters only if it also lands within an ulp of a boundary. Only the
+comparison result (and NumericSparse's integer count) is released.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,18 +43,21 @@ __all__ = ["AboveThreshold", "NumericSparse", "Sparse"]
 
 
 class _LatticeNoise:
-    """Discrete Laplace noise of scale ``multiple * sensitivity / epsilon`` on the sensitivity's lattice."""
+    """Discrete Laplace noise of scale ``multiple * sensitivity / epsilon``, in lattice steps.
+
+    The lattice step ``unit`` is 1 for an integer sensitivity (counts), else the sensitivity
+    itself; ``draw`` returns the noise as a whole number of steps.
+    """
 
     def __init__(self, epsilon: float, sensitivity: float, rng: np.random.Generator):
-        self.integer = float(sensitivity).is_integer()
-        self.unit = 1.0 if self.integer else sensitivity
-        self.steps = sensitivity if self.integer else 1.0  # the sensitivity in lattice steps
+        integer = float(sensitivity).is_integer()
+        self.unit = Fraction(1) if integer else Fraction(sensitivity)
+        self.steps = sensitivity if integer else 1.0  # the sensitivity in lattice steps
         self.epsilon = epsilon
         self.rng = rng
 
-    def draw(self, multiple: float):
-        z = int(discrete_laplace_noise(1, self.epsilon / multiple, self.steps, self.rng)[0])
-        return z if self.integer else self.unit * z
+    def draw(self, multiple: float) -> int:
+        return int(discrete_laplace_noise(1, self.epsilon / multiple, self.steps, self.rng)[0])
 
 
 class AboveThreshold:
@@ -78,7 +89,7 @@ class AboveThreshold:
         self._note = note
         if accountant is not None:
             accountant.check(self.epsilon)
-        self._noisy_threshold = self.threshold + self._noise.draw(2)
+        self._threshold_noise = self._noise.draw(2)  # in lattice steps
         self._charged = False
         self.halted = False
         self.answered = 0
@@ -96,7 +107,14 @@ class AboveThreshold:
         if not math.isfinite(value):
             raise ValueError(f"value ({value!r}) must be finite")
         self._charge()
-        above = value + self._noise.draw(4) >= self._noisy_threshold
+        # value + unit * nu >= threshold + unit * (rho - 1/2), decided exactly on the given floats.
+        # Exactly: float rounding near a tie depends on the data and breaks the lattice argument.
+        # Half a step down: values on the lattice (counts, or fractions c/n computed in floats)
+        # then never sit on the boundary, so an ulp of error in them cannot flip a comparison.
+        # (For integer values and threshold this is the same test as without the half step.)
+        query_noise = self._noise.draw(4)
+        gap = Fraction(value) - Fraction(self.threshold)
+        above = gap >= self._noise.unit * (Fraction(2 * (self._threshold_noise - query_noise) - 1, 2))
         self.answered += 1
         self.halted = above
         return above
@@ -108,6 +126,10 @@ class NumericSparse:
     ``query(value)`` returns None while below; on the first "above" it returns ``value`` plus
     fresh discrete Laplace noise of scale ``sensitivity / epsilon_release`` and halts.
     (epsilon_test + epsilon_release)-DP.
+
+    Values are integer counts and the sensitivity an integer: a released ``value + noise`` is
+    then an exact integer. (A float release such as ``c/n + Z/n`` would reveal the value
+    through which floats it can land on; express fractions as counts instead.)
     """
 
     def __init__(
@@ -122,6 +144,10 @@ class NumericSparse:
         note: str = "",
     ):
         generator = make_rng(rng)
+        if not float(check_sensitivity(sensitivity)).is_integer():
+            raise ValueError(
+                f"sensitivity ({sensitivity!r}) must be a whole number: NumericSparse releases integer counts"
+            )
         self.epsilon_release = check_epsilon(epsilon_release, "epsilon_release")
         if accountant is not None:
             accountant.check(check_epsilon(epsilon_test, "epsilon_test") + self.epsilon_release)
@@ -134,13 +160,16 @@ class NumericSparse:
     def halted(self) -> bool:
         return self._test.halted
 
-    def query(self, value: float) -> float | None:
-        """None when below; the noisy value (then halted) when above."""
-        if not self._test.test(value):
+    def query(self, value: int) -> int | None:
+        """None when below; the noisy count (then halted) when above."""
+        number = check_real(value, "value")
+        if not (math.isfinite(number) and number.is_integer()):
+            raise ValueError(f"value ({value!r}) must be a whole number (a count)")
+        if not self._test.test(number):
             return None
         if self._accountant is not None:
             self._accountant.spend(self.epsilon_release, mechanism="numeric_sparse release", note=self._note)
-        return value + self._release_noise.draw(1)
+        return int(number) + self._release_noise.draw(1)
 
 
 class Sparse:
