@@ -22,17 +22,13 @@ Usage: ``python benchmarks/bench_mechanisms.py [--repeats N] [--quick] [--seed S
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import functools
 import math
 import os
-import platform
-import shlex
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -47,12 +43,28 @@ from synth.mechanisms import (
 )
 from synth.mechanisms.discrete import _BLOCK, _laplace_draws
 
-from _results import RESULTS_PATH, write_section  # benchmarks/ is on sys.path when run as a script
+from _harness import (  # benchmarks/ is on sys.path when run as a script
+    Comparison,
+    FirstCall,
+    Timed,
+    compare,
+    first_call,
+    first_call_table,
+    machine_info,
+    markdown_table,
+    met,
+    option_parser,
+    parse_options,
+    publish,
+    repeats_note,
+    report_header,
+    round_robin,
+    timed,
+    timing_cells,
+    timing_columns,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 SECTION = "bench_mechanisms"
-#: Fast calls are repeated back to back until one timing sample lasts this long.
-MIN_SAMPLE_S = 0.02
 #: Permute-and-flip stops at a random candidate: longer samples average that out.
 PF_MIN_SAMPLE_S = 0.25
 #: The discrete Laplace target: synth time / baseline time at most this (default threads).
@@ -88,105 +100,7 @@ class Settings:
     seed: int
 
 
-@dataclass(frozen=True)
-class Row:
-    """One figure: synth vs its baseline on the same work."""
-
-    case: str
-    work: int
-    unit: str
-    threads: str
-    synth_s: float
-    base_s: float
-    synth_best_s: float
-    base_best_s: float
-    synth_cpu: float
-
-    @property
-    def factor(self) -> float:
-        """synth time / baseline time on the medians (> 1: synth slower)."""
-        return self.synth_s / self.base_s
-
-    @property
-    def best_factor(self) -> float:
-        """synth time / baseline time on the fastest samples (less sensitive to noise)."""
-        return self.synth_best_s / self.base_best_s
-
-
-@dataclass(frozen=True)
-class FirstCall:
-    """First-call (JIT) cost of one kernel."""
-
-    kernel: str
-    first_call_s: float
-    cache: str
-    cold_compile_s: float
-
-
 # -- timing ---------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object]) -> float:
-    """Seconds taken by one call of ``fn``."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def sample(fn: Callable[[], object], number: int) -> tuple[float, float]:
-    """Mean seconds per call over ``number`` back-to-back calls of ``fn``, and the process's
-    CPU time over that wall time (about 1 when one core worked, up to the thread count)."""
-    cpu_start = time.process_time()
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    wall = time.perf_counter() - start
-    return wall / number, (time.process_time() - cpu_start) / max(wall, 1e-9)
-
-
-@dataclass
-class Samples:
-    """Timing samples of one function: seconds per call, and CPU time / wall time."""
-
-    seconds: list[float]
-    cpu: list[float]
-
-
-@dataclass(frozen=True)
-class Timed:
-    """One function to time: its key (samples of equal keys are pooled) and thread count."""
-
-    key: str
-    fn: Callable[[], object]
-    threads: int | None = None
-
-
-def round_robin(
-    entries: Sequence[Timed], repeats: int, min_sample_s: float = MIN_SAMPLE_S
-) -> dict[str, Samples]:
-    """Seconds per call of each entry, ``repeats`` samples each, taken in turn.
-
-    Each distinct key is called once first (warm-up, and to size its batches: fast calls
-    are batched so one sample lasts at least ``min_sample_s``). Then every repeat samples
-    the entries in order, so machine noise hits all alike; a key listed twice (a shared
-    baseline) pools its samples. ``threads`` is set with ``numba.set_num_threads`` before
-    the entry's warm-up and samples, outside the timed region.
-    """
-    numbers: dict[str, int] = {}
-    for entry in entries:
-        if entry.key not in numbers:
-            set_threads(entry.threads)
-            seconds = timed(entry.fn)
-            numbers[entry.key] = max(1, math.ceil(min_sample_s / max(seconds, 1e-9)))
-    times = {key: Samples([], []) for key in numbers}
-    for _ in range(repeats):
-        for entry in entries:
-            set_threads(entry.threads)
-            seconds, cpu = sample(entry.fn, numbers[entry.key])
-            times[entry.key].seconds.append(seconds)
-            times[entry.key].cpu.append(cpu)
-    set_threads(None)
-    return times
 
 
 def set_threads(threads: int | None) -> None:
@@ -194,39 +108,13 @@ def set_threads(threads: int | None) -> None:
     numba.set_num_threads(DEFAULT_THREADS if threads is None else threads)
 
 
-def make_row(case: str, work: int, unit: str, threads: str, synth: Samples, base: Samples) -> Row:
-    """A row from the synth and baseline samples: medians and minimums."""
-    return Row(
-        case,
-        work,
-        unit,
-        threads,
-        statistics.median(synth.seconds),
-        statistics.median(base.seconds),
-        min(synth.seconds),
-        min(base.seconds),
-        statistics.median(synth.cpu),
-    )
+def threaded(key: str, fn: Callable[[], object], threads: int | None = None) -> Timed:
+    """A ``round_robin`` entry run with ``threads`` Numba threads (``None``: the default), set
+    before its warm-up and each of its samples, outside the timing."""
+    return Timed(key, fn, setup=functools.partial(set_threads, threads))
 
 
 # -- 0. first calls -------------------------------------------------------------------------
-
-
-def cache_status(dispatcher) -> str:
-    """'cache load' or 'compile', from a Numba dispatcher's cache counters."""
-    stats = dispatcher.stats
-    if sum(stats.cache_misses.values()):
-        return "compile (cache miss)"
-    if sum(stats.cache_hits.values()):
-        return "cache load"
-    return "compile (no cache)"
-
-
-def cold_compile_s(dispatcher, args: tuple, **options) -> float:
-    """Seconds of a from-scratch compile + first call of the kernel's Python function (no
-    cache; the kernels it calls are already compiled)."""
-    fresh = numba.njit(cache=False, **options)(dispatcher.py_func)
-    return timed(lambda: fresh(*args))
 
 
 def bench_first_calls(seed: int) -> list[FirstCall]:
@@ -241,11 +129,11 @@ def bench_first_calls(seed: int) -> list[FirstCall]:
     first_one = timed(lambda: discrete_laplace_noise(100, 1.0, 1, rng))  # one block: serial kernel
     one_args = (np.empty(100, dtype=np.int64), 0, 100, s37, t37, state.copy())
     calls = [
-        FirstCall(
+        first_call(
             "fill_discrete_laplace (discrete_laplace_noise, 100 draws: one block)",
             first_one,
-            cache_status(_kernels.fill_discrete_laplace),
-            cold_compile_s(_kernels.fill_discrete_laplace, one_args),
+            _kernels.fill_discrete_laplace,
+            one_args,
         )
     ]
     n_blocks = 3
@@ -259,11 +147,12 @@ def bench_first_calls(seed: int) -> list[FirstCall]:
         np.empty(n_blocks, dtype=np.int64),
     )
     calls.append(
-        FirstCall(
+        first_call(
             f"fill_discrete_laplace_blocks (discrete_laplace_noise, {n_blocks} blocks: parallel)",
             first_blocks,
-            cache_status(_kernels.fill_discrete_laplace_blocks),
-            cold_compile_s(_kernels.fill_discrete_laplace_blocks, blocks_args, parallel=True),
+            _kernels.fill_discrete_laplace_blocks,
+            blocks_args,
+            parallel=True,
         )
     )
     scores = rng.normal(0.0, SCORE_SD, 100)
@@ -275,14 +164,8 @@ def bench_first_calls(seed: int) -> list[FirstCall]:
 
     first_gumbel = timed(stream_small)
     gumbel_args = (scores, EM_EPSILON / 2, state.copy(), -np.inf, -1, 0)
-    calls.append(
-        FirstCall(
-            "gumbel_argmax (StreamingExponential, 100 candidates)",
-            first_gumbel,
-            cache_status(_kernels.gumbel_argmax),
-            cold_compile_s(_kernels.gumbel_argmax, gumbel_args),
-        )
-    )
+    label = "gumbel_argmax (StreamingExponential, 100 candidates)"
+    calls.append(first_call(label, first_gumbel, _kernels.gumbel_argmax, gumbel_args))
     return calls
 
 
@@ -310,11 +193,10 @@ def check_laplace(draws: np.ndarray, s: int, t: int, label: str) -> None:
         )
 
 
-def bench_laplace(settings: Settings) -> tuple[list[Row], list[Row]]:
+def bench_laplace(settings: Settings) -> tuple[list[Comparison], list[Comparison]]:
     """Discrete Laplace rows (per eps and size: default threads, then 1 thread) and the
     informational general-ratio rows."""
-    rows: list[Row] = []
-    extra: list[Row] = []
+    rows: list[Comparison] = []
     threads_options: list[int | None] = [None] + ([1] if DEFAULT_THREADS > 1 else [])
     check_n = settings.laplace_sizes[0]
     for eps in EPSILONS:
@@ -339,42 +221,30 @@ def bench_laplace(settings: Settings) -> tuple[list[Row], list[Row]]:
 
             entries: list[Timed] = []
             for threads in threads_options:  # each synth entry followed by the shared baseline
-                entries += [Timed(f"synth/{threads}", synth_fn, threads), Timed("base", base_fn)]
-            times = round_robin(entries, settings.repeats)
+                entries += [threaded(f"synth/{threads}", synth_fn, threads), threaded("base", base_fn)]
+            times = round_robin(entries, settings.repeats)  # ends on "base": default threads again
             case = f"eps {eps:g} (s/t = {ratio_text(s, t)})"
             for threads in threads_options:
                 label = f"{DEFAULT_THREADS} (default)" if threads is None else str(threads)
-                rows.append(make_row(case, n, "counts", label, times[f"synth/{threads}"], times["base"]))
+                rows.append(Comparison.of(case, n, "counts", times[f"synth/{threads}"], times["base"], label))
 
     s, t = GENERAL_RATIO
     n = settings.laplace_sizes[-1]
     check_laplace(_laplace_draws(check_n, s, t, np.random.default_rng(settings.seed)), s, t, f"s/t = {s}/{t}")
     rng = np.random.default_rng(settings.seed)
     base_rng = np.random.default_rng(settings.seed + 1)
-    times = round_robin(
-        [
-            Timed("synth", lambda: _laplace_draws(n, s, t, rng)),
-            Timed("base", lambda: base_rng.laplace(0.0, t / s, n)),
-        ],
-        settings.repeats,
+    times = compare(
+        lambda: _laplace_draws(n, s, t, rng), lambda: base_rng.laplace(0.0, t / s, n), settings.repeats
     )
-    extra.append(
-        make_row(
-            f"`_laplace_draws(n, {s}, {t})` (t not a power of two)",
-            n,
-            "counts",
-            f"{DEFAULT_THREADS} (default)",
-            times["synth"],
-            times["base"],
-        )
-    )
+    case = f"`_laplace_draws(n, {s}, {t})` (t not a power of two)"
+    extra = [Comparison.of(case, n, "counts", *times, f"{DEFAULT_THREADS} (default)")]
     return rows, extra
 
 
 # -- 2. discrete Gaussian -------------------------------------------------------------------
 
 
-def bench_gaussian(settings: Settings) -> list[Row]:
+def bench_gaussian(settings: Settings) -> list[Comparison]:
     """discrete_gaussian_noise vs rng.normal, one size."""
     n = settings.gaussian_n
     rng = np.random.default_rng(settings.seed)
@@ -385,14 +255,12 @@ def bench_gaussian(settings: Settings) -> list[Row]:
         raise AssertionError(
             f"discrete Gaussian: mean {draws.mean():.4g}, variance {draws.var():.4g} vs ~{SIGMA2}"
         )
-    times = round_robin(
-        [
-            Timed("synth", lambda: discrete_gaussian_noise(n, SIGMA2, rng)),
-            Timed("base", lambda: base_rng.normal(0.0, sigma, n)),
-        ],
+    times = compare(
+        lambda: discrete_gaussian_noise(n, SIGMA2, rng),
+        lambda: base_rng.normal(0.0, sigma, n),
         settings.repeats,
     )
-    return [make_row(f"sigma2 = {SIGMA2:g}", n, "counts", "-", times["synth"], times["base"])]
+    return [Comparison.of(f"sigma2 = {SIGMA2:g}", n, "counts", *times)]
 
 
 # -- 3. exponential mechanism ---------------------------------------------------------------
@@ -413,7 +281,7 @@ def pf_mean_visits(scores: np.ndarray, scale: float, rng: np.random.Generator, t
     return float(np.mean(visits))
 
 
-def bench_exponential(settings: Settings) -> list[Row]:
+def bench_exponential(settings: Settings) -> list[Comparison]:
     """Streaming Gumbel-max, one-shot Gumbel-max and permute-and-flip vs softmax sampling."""
     scale = EM_EPSILON / (2 * EM_SENSITIVITY)
     scores = np.random.default_rng(settings.seed + 2).normal(0.0, SCORE_SD, settings.stream_n)
@@ -434,144 +302,73 @@ def bench_exponential(settings: Settings) -> list[Row]:
             f"StreamingExponential chose {streamed}, exponential(gumbel) {one_shot} (same seed)"
         )
 
-    rows = []
     rng = np.random.default_rng(settings.seed)
     base_rng = np.random.default_rng(settings.seed + 1)
-    times = round_robin(
-        [Timed("synth", lambda: stream(rng)), Timed("base", lambda: softmax_choice(scores, scale, base_rng))],
-        settings.repeats,
-    )
+    times = compare(lambda: stream(rng), lambda: softmax_choice(scores, scale, base_rng), settings.repeats)
     plural = "s" if len(chunks) > 1 else ""
-    rows.append(
-        make_row(
-            f"StreamingExponential, {len(chunks)} chunk{plural} of {settings.chunk:,}",
-            settings.stream_n,
-            "candidates",
-            "1 (serial kernel)",
-            times["synth"],
-            times["base"],
-        )
-    )
+    case = f"StreamingExponential, {len(chunks)} chunk{plural} of {settings.chunk:,}"
+    rows = [Comparison.of(case, settings.stream_n, "candidates", *times, "1 (serial kernel)")]
 
     part = scores[: settings.oneshot_n]
-    times = round_robin(
-        [
-            Timed("synth", lambda: exponential(part, EM_EPSILON, EM_SENSITIVITY, rng, method="gumbel")),
-            Timed("base", lambda: softmax_choice(part, scale, base_rng)),
-        ],
+    times = compare(
+        lambda: exponential(part, EM_EPSILON, EM_SENSITIVITY, rng, method="gumbel"),
+        lambda: softmax_choice(part, scale, base_rng),
         settings.repeats,
     )
-    rows.append(
-        make_row(
-            'exponential(method="gumbel"), one shot',
-            len(part),
-            "candidates",
-            "1 (serial kernel)",
-            times["synth"],
-            times["base"],
-        )
-    )
+    case = 'exponential(method="gumbel"), one shot'
+    rows.append(Comparison.of(case, len(part), "candidates", *times, "1 (serial kernel)"))
 
     for n in settings.pf_sizes:
         part = scores[:n]
-        times = round_robin(
-            [
-                Timed(
-                    "synth",
-                    lambda: exponential(part, EM_EPSILON, EM_SENSITIVITY, rng, method="permute_and_flip"),
-                ),
-                Timed("base", lambda: softmax_choice(part, scale, base_rng)),
-            ],
+        times = compare(
+            lambda: exponential(part, EM_EPSILON, EM_SENSITIVITY, rng, method="permute_and_flip"),
+            lambda: softmax_choice(part, scale, base_rng),
             settings.repeats,
             min_sample_s=PF_MIN_SAMPLE_S,
         )
         visits = pf_mean_visits(part, scale, np.random.default_rng(settings.seed + 3))
-        rows.append(
-            make_row(
-                f'exponential(method="permute_and_flip"), visits ~{visits:,.0f} on average',
-                n,
-                "candidates",
-                "- (Python)",
-                times["synth"],
-                times["base"],
-            )
-        )
+        case = f'exponential(method="permute_and_flip"), visits ~{visits:,.0f} on average'
+        rows.append(Comparison.of(case, n, "candidates", *times, "- (Python)"))
     return rows
 
 
 # -- report ---------------------------------------------------------------------------------
 
 
-def rate(work: int, seconds: float, unit: str) -> str:
-    """Human-readable rate, e.g. '52.3 M counts/s'."""
-    value = work / seconds
-    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.1f} {prefix} {unit}/s"
-    return f"{value:.0f} {unit}/s"
-
-
-def duration(seconds: float) -> str:
-    """Human-readable duration: s, ms, or microseconds below 1 ms."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} us"
-    if seconds >= 10:
-        return f"{seconds:.1f} s"
-    return f"{seconds * 1e3:.1f} ms"
-
-
-def results_table(rows: Sequence[Row], baseline: str, target: float | None = None) -> str:
+def results_table(rows: Sequence[Comparison], baseline: str, target: float | None = None) -> str:
     """Markdown table of one section's rows (with a target column when ``target`` is set)."""
-    head = (
-        f"| case | size | numba threads | synth median | synth rate | {baseline} median | {baseline} rate "
-        "| synth time / baseline time | same, best samples | synth CPU / wall |"
-    )
-    rule = "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
-    if target is not None:
-        head += f" <= {target:g}x? |"
-        rule += ":---:|"
-    lines = [head, rule]
-    for r in rows:
-        line = (
-            f"| {r.case} | {r.work:,} {r.unit} | {r.threads} | {duration(r.synth_s)} "
-            f"| {rate(r.work, r.synth_s, r.unit)} | {duration(r.base_s)} | {rate(r.work, r.base_s, r.unit)} "
-            f"| {r.factor:.2f}x | {r.best_factor:.2f}x | {r.synth_cpu:.2f} |"
-        )
-        if target is not None:
-            line += f" {'yes' if r.factor <= target else 'no'} |"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def first_call_table(calls: Sequence[FirstCall]) -> str:
-    """Markdown table of the first-call (JIT) costs."""
-    lines = [
-        "| kernel | first call via library | what it did | cold compile, no cache |",
-        "|---|---:|---|---:|",
+    columns = [
+        ("case", "---"),
+        ("size", "---:"),
+        ("numba threads", "---"),
+        *timing_columns(baseline),
+        ("synth time / baseline time", "---:"),
+        ("same, best samples", "---:"),
+        ("synth CPU / wall", "---:"),
     ]
-    for c in calls:
-        lines.append(
-            f"| {c.kernel} | {c.first_call_s * 1e3:.0f} ms | {c.cache} | {c.cold_compile_s * 1e3:.0f} ms |"
-        )
-    return "\n".join(lines)
+    if target is not None:
+        columns.append((f"<= {target:g}x?", ":---:"))
+    body = []
+    for r in rows:
+        cells = [r.case, f"{r.work:,} {r.unit}", r.threads, *timing_cells(r)]
+        cells += [f"{r.factor:.2f}x", f"{r.best_factor:.2f}x", f"{r.synth_cpu:.2f}"]
+        if target is not None:
+            cells.append("yes" if r.factor <= target else "no")
+        body.append(cells)
+    return markdown_table(columns, body)
 
 
-def met(ok: bool) -> str:
-    """Bold 'met' or 'not met'."""
-    return "**met**" if ok else "**not met**"
-
-
-def is_default(row: Row) -> bool:
+def is_default(row: Comparison) -> bool:
     """Whether a discrete Laplace row ran with Numba's default thread count."""
     return row.threads.endswith("(default)")
 
 
-def targets_note(laplace: Sequence[Row]) -> str:
+def targets_note(laplace: Sequence[Comparison]) -> str:
     """The discrete Laplace target and whether this run met it (medians)."""
     default = [r for r in laplace if is_default(r)]
     single = [r for r in laplace if not is_default(r)]
 
-    def listing(rows: Sequence[Row]) -> str:
+    def listing(rows: Sequence[Comparison]) -> str:
         return "; ".join(
             f"{r.case}, n = {r.work:,}: {r.factor:.2f}x (best {r.best_factor:.2f}x)" for r in rows
         )
@@ -627,16 +424,6 @@ def targets_note(laplace: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def command_line() -> str:
-    """The command that produced this run, with the script path relative to the repository."""
-    script = Path(sys.argv[0]).resolve()
-    try:
-        script_text = str(script.relative_to(REPO))
-    except ValueError:
-        script_text = str(script)
-    return shlex.join(["python", script_text, *sys.argv[1:]])
-
-
 def load_average() -> str:
     """The 1-, 5- and 15-minute load averages, where the platform has them."""
     try:
@@ -645,16 +432,14 @@ def load_average() -> str:
         return "unavailable"
 
 
-def machine_info(loads: tuple[str, str]) -> str:
+def machine_and_load_info(loads: tuple[str, str]) -> str:
     """Cores, platform, library versions, Numba's threads and the load around the run."""
     try:
         layer = numba.threading_layer()
     except ValueError:  # no parallel kernel has run yet
         layer = "not initialised"
     return (
-        f"- cores (os.cpu_count()): {os.cpu_count()}\n"
-        f"- platform: {platform.platform()}, {platform.machine()}, Python {platform.python_version()}\n"
-        f"- numpy {np.__version__}, numba {numba.__version__}\n"
+        f"{machine_info(np, numba)}\n"
         f"- numba threads: {DEFAULT_THREADS} (numba.get_num_threads() at start; NUMBA_NUM_THREADS "
         f"{os.environ.get('NUMBA_NUM_THREADS', 'unset')}), threading layer: {layer}\n"
         f"- load average (1, 5, 15 min) at start: {loads[0]}; at end: {loads[1]} "
@@ -665,27 +450,21 @@ def machine_info(loads: tuple[str, str]) -> str:
 def render(
     settings: Settings,
     calls: Sequence[FirstCall],
-    laplace: Sequence[Row],
-    laplace_extra: Sequence[Row],
-    gaussian: Sequence[Row],
-    em: Sequence[Row],
+    laplace: Sequence[Comparison],
+    laplace_extra: Sequence[Comparison],
+    gaussian: Sequence[Comparison],
+    em: Sequence[Comparison],
     total_s: float,
     loads: tuple[str, str],
 ) -> str:
     """The full markdown report."""
-    now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     s_eps, t_eps = laplace_ratio(EPSILONS[0])
+    title = "synth privacy mechanisms: benchmark results"
+    pf_note = f", {PF_MIN_SAMPLE_S * 1e3:.0f} ms for permute-and-flip"
     return "\n".join(
         [
-            "# synth privacy mechanisms: benchmark results",
-            "",
-            f"Command: `{command_line()}`  ",
-            f"Date: {now} (run took {total_s:.0f} s)",
-            "",
-            machine_info(loads),
-            f"- repeats per figure: {settings.repeats} (median reported, after one warm-up call of each; "
-            f"calls faster than {MIN_SAMPLE_S * 1e3:.0f} ms are batched into samples of at least that long, "
-            f"{PF_MIN_SAMPLE_S * 1e3:.0f} ms for permute-and-flip); seed {settings.seed}, "
+            *report_header(title, machine_and_load_info(loads), total_s),
+            f"{repeats_note(settings.repeats, pf_note)}; seed {settings.seed}, "
             "every draw from an explicit `np.random.default_rng`",
             "",
             "**synth time / baseline time** on the medians: lower is better; 1.00x is the baseline's "
@@ -758,40 +537,22 @@ def render(
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--repeats", type=int, default=None, help="timed repeats per figure (default 5; 3 with --quick)"
-    )
-    parser.add_argument("--quick", action="store_true", help="smaller sizes and 3 repeats (a smoke run)")
+    """Command-line options (``--repeats`` filled in)."""
+    parser = option_parser(__doc__, quick_help="smaller sizes and 3 repeats (a smoke run)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every generator")
-    args = parser.parse_args(argv)
-    if args.repeats is not None and args.repeats < 1:
-        parser.error("--repeats must be >= 1")
+    args = parse_options(parser, argv)
     if args.seed < 0:
         parser.error("--seed must be >= 0")
     return args
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """Sizes for a default or a quick run."""
-    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 5)
-    if args.quick:
-        return Settings(
-            repeats=repeats,
-            laplace_sizes=(10**5, 10**6),
-            gaussian_n=20_000,
-            stream_n=10**6,
-            chunk=10**6,
-            oneshot_n=10**6,
-            pf_sizes=(10**3, 10**4),
-            seed=args.seed,
-        )
+    """Sizes for a default or a quick run (a tenth of the Laplace sizes and of the stream)."""
     return Settings(
-        repeats=repeats,
-        laplace_sizes=(10**6, 10**7),
+        repeats=args.repeats,
+        laplace_sizes=(10**5, 10**6) if args.quick else (10**6, 10**7),
         gaussian_n=20_000,
-        stream_n=10**7,
+        stream_n=10**6 if args.quick else 10**7,
         chunk=10**6,
         oneshot_n=10**6,
         pf_sizes=(10**3, 10**4),
@@ -812,9 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total_s = time.perf_counter() - started
     loads = (load_start, load_average())
     report = render(settings, calls, laplace, laplace_extra, gaussian, em, total_s, loads)
-    print(report)
-    write_section(SECTION, report)
-    print(f"(wrote the {SECTION} section of {RESULTS_PATH}; total {total_s:.0f} s)", file=sys.stderr)
+    publish(SECTION, report, total_s)
     return 0
 
 

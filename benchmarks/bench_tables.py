@@ -19,16 +19,10 @@ Usage: ``python benchmarks/bench_tables.py [--repeats N] [--quick] [--data-dir D
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import math
-import os
-import platform
-import shlex
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,12 +35,29 @@ from synth.data import code_dtype, read, scan
 from synth.schema import Schema
 from synth.tables import histogram, marginal_from_dense
 
-from _results import RESULTS_PATH, write_section  # benchmarks/ is on sys.path when run as a script
+from _harness import (  # benchmarks/ is on sys.path when run as a script
+    REPO,
+    Comparison,
+    FirstCall,
+    Timed,
+    compare,
+    first_call,
+    first_call_table,
+    machine_info,
+    markdown_table,
+    met,
+    option_parser,
+    parse_options,
+    publish,
+    repeats_note,
+    report_header,
+    round_robin,
+    timed,
+    timing_cells,
+    timing_columns,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
-#: Fast calls are repeated back to back until one timing sample lasts this long.
-MIN_SAMPLE_S = 0.02
 
 #: The 7-column universe (120,960 cells).
 SMALL_COLUMNS = ("workclass", "education-num", "marital-status", "relationship", "race", "sex", "income>50K")
@@ -84,105 +95,6 @@ class Settings:
     hist_tiles: int
     csv_tiles: int
     seed: int
-
-
-@dataclass(frozen=True)
-class Row:
-    """One benchmark figure: synth vs its baseline on the same work."""
-
-    case: str
-    work: int
-    unit: str
-    synth_s: float
-    base_s: float
-    synth_best_s: float
-    base_best_s: float
-
-    @property
-    def ratio(self) -> float:
-        """Speed ratio synth / baseline on medians (> 1: synth faster)."""
-        return self.base_s / self.synth_s
-
-    @property
-    def best_ratio(self) -> float:
-        """Speed ratio synth / baseline on the fastest samples (less sensitive to noise)."""
-        return self.base_best_s / self.synth_best_s
-
-
-@dataclass(frozen=True)
-class FirstCall:
-    """First-call (JIT) cost of one kernel."""
-
-    kernel: str
-    first_call_s: float
-    cache: str
-    cold_compile_s: float
-
-
-# -- timing ---------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object]) -> float:
-    """Seconds taken by one call of ``fn``."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def calls_per_sample(fn: Callable[[], object], min_sample_s: float) -> int:
-    """How many calls of ``fn`` make one timing sample last at least ``min_sample_s``."""
-    seconds = timed(fn)
-    return max(1, math.ceil(min_sample_s / max(seconds, 1e-9)))
-
-
-def sample(fn: Callable[[], object], number: int) -> float:
-    """Mean seconds per call over ``number`` back-to-back calls of ``fn``."""
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
-def compare(
-    synth_fn: Callable[[], object],
-    base_fn: Callable[[], object],
-    repeats: int,
-    min_sample_s: float = MIN_SAMPLE_S,
-) -> tuple[float, float, float, float]:
-    """Seconds per call of ``synth_fn`` and ``base_fn``: the two medians, then the two minimums.
-
-    Each is called once first (warm-up, and to size the batches): fast calls are batched so
-    one sample lasts at least ``min_sample_s``. The two are sampled alternately so that
-    machine noise hits both alike.
-    """
-    synth_number = calls_per_sample(synth_fn, min_sample_s)
-    base_number = calls_per_sample(base_fn, min_sample_s)
-    synth_times, base_times = [], []
-    for _ in range(repeats):
-        synth_times.append(sample(synth_fn, synth_number))
-        base_times.append(sample(base_fn, base_number))
-    return statistics.median(synth_times), statistics.median(base_times), min(synth_times), min(base_times)
-
-
-def compare_shared_baseline(
-    synth_fns: Sequence[Callable[[], object]], base_fn: Callable[[], object], repeats: int
-) -> list[tuple[float, float, float, float]]:
-    """Like ``compare`` for several synth functions against one baseline, without batching.
-
-    Round robin: each repeat times every synth function, each followed by the baseline, so
-    the baseline's median and minimum come from ``repeats * len(synth_fns)`` samples and are
-    shared by every row.
-    """
-    for fn in (*synth_fns, base_fn):
-        fn()
-    synth_times: list[list[float]] = [[] for _ in synth_fns]
-    base_times: list[float] = []
-    for _ in range(repeats):
-        for times, fn in zip(synth_times, synth_fns):
-            times.append(timed(fn))
-            base_times.append(timed(base_fn))
-    base_median, base_best = statistics.median(base_times), min(base_times)
-    return [(statistics.median(t), base_median, min(t), base_best) for t in synth_times]
 
 
 # -- data -----------------------------------------------------------------------------------
@@ -231,22 +143,6 @@ def write_tiled_csv(source: Path, target: Path, tiles: int) -> int:
 # -- 0. first calls -------------------------------------------------------------------------
 
 
-def cache_status(dispatcher) -> str:
-    """'cache load' or 'compile', from a Numba dispatcher's cache counters."""
-    stats = dispatcher.stats
-    if sum(stats.cache_misses.values()):
-        return "compile (cache miss)"
-    if sum(stats.cache_hits.values()):
-        return "cache load"
-    return "compile (no cache)"
-
-
-def cold_compile_s(dispatcher, args: tuple) -> float:
-    """Seconds of a from-scratch compile + first call of the kernel's Python function (no cache)."""
-    fresh = numba.njit(cache=False)(dispatcher.py_func)
-    return timed(lambda: fresh(*args))
-
-
 def bench_first_calls(schema: Schema, codes: np.ndarray, seed: int) -> list[FirstCall]:
     """First-call cost of the two kernels through the library, on tiny inputs.
 
@@ -265,17 +161,9 @@ def bench_first_calls(schema: Schema, codes: np.ndarray, seed: int) -> list[Firs
     keep = np.array([True, False, True, False])
     marg_args = (x, dims, keep, np.array([2, 0, 1, 0], dtype=np.int64), np.zeros(18))
     return [
-        FirstCall(
-            "count_cells (histogram, uint8 codes)",
-            first_hist,
-            cache_status(_kernels.count_cells),
-            cold_compile_s(_kernels.count_cells, hist_args),
-        ),
-        FirstCall(
-            "marginalize (marginal_from_dense, float64)",
-            first_marg,
-            cache_status(_kernels.marginalize),
-            cold_compile_s(_kernels.marginalize, marg_args),
+        first_call("count_cells (histogram, uint8 codes)", first_hist, _kernels.count_cells, hist_args),
+        first_call(
+            "marginalize (marginal_from_dense, float64)", first_marg, _kernels.marginalize, marg_args
         ),
     ]
 
@@ -283,7 +171,7 @@ def bench_first_calls(schema: Schema, codes: np.ndarray, seed: int) -> list[Firs
 # -- 1. histogram ---------------------------------------------------------------------------
 
 
-def bench_histogram(schema: Schema, codes: np.ndarray, settings: Settings) -> list[Row]:
+def bench_histogram(schema: Schema, codes: np.ndarray, settings: Settings) -> list[Comparison]:
     """Histogram build rate over the 7- and 8-column universes from tiled in-memory codes."""
     rows = []
     for label, columns in (("7 columns", SMALL_COLUMNS), ("8 columns (+ age)", BIG_COLUMNS)):
@@ -296,14 +184,14 @@ def bench_histogram(schema: Schema, codes: np.ndarray, settings: Settings) -> li
             lambda: histogram(tiled, sub), lambda: numpy_histogram(tiled, shape), settings.repeats
         )
         case = f"{label}, universe {sub.universe_size:,} cells"
-        rows.append(Row(case, len(tiled), "rows", *times))
+        rows.append(Comparison.of(case, len(tiled), "rows", *times))
     return rows
 
 
 # -- 2. CSV ---------------------------------------------------------------------------------
 
 
-def bench_csv(schema: Schema, codes: np.ndarray, data_dir: Path, settings: Settings) -> list[Row]:
+def bench_csv(schema: Schema, codes: np.ndarray, data_dir: Path, settings: Settings) -> list[Comparison]:
     """scan / read of a tiled adult CSV end to end vs pandas.read_csv alone (same file)."""
     sub, sub_codes = project_codes(schema, codes, SMALL_COLUMNS)
     expected = histogram(sub_codes, sub) * settings.csv_tiles
@@ -336,16 +224,20 @@ def bench_csv(schema: Schema, codes: np.ndarray, data_dir: Path, settings: Setti
             ("read, all 14 columns -> codes", read_all),
             ("scan, columns=7 -> 7-col marginal", scan_seven),
         )
-        all_times = compare_shared_baseline([fn for _, fn in cases], pandas_read, settings.repeats)
-        for (label, _), times in zip(cases, all_times):
-            rows.append(Row(f"{label} ({mb:.0f} MB)", n_rows, "rows", *times))
+        # Unbatched (min_sample_s=0), each synth sample followed by a pandas sample: the
+        # "pandas" key pools them into one baseline shared by every row.
+        entries = [entry for label, fn in cases for entry in (Timed(label, fn), Timed("pandas", pandas_read))]
+        times = round_robin(entries, settings.repeats, min_sample_s=0)
+        for label, _ in cases:
+            case = f"{label} ({mb:.0f} MB)"
+            rows.append(Comparison.of(case, n_rows, "rows", times[label], times["pandas"]))
     return rows
 
 
 # -- 3. marginals ---------------------------------------------------------------------------
 
 
-def bench_marginals(schema: Schema, settings: Settings) -> list[Row]:
+def bench_marginals(schema: Schema, settings: Settings) -> list[Comparison]:
     """marginal_from_dense vs reshape + sum on random float64 distributions over two universes."""
     rng = np.random.default_rng(settings.seed)
     rows = []
@@ -364,68 +256,36 @@ def bench_marginals(schema: Schema, settings: Settings) -> list[Row]:
                 settings.repeats,
             )
             case = f"universe {sub.universe_size:,}: {label} {list(subset)}"
-            rows.append(Row(case, sub.universe_size, "cells", *times))
+            rows.append(Comparison.of(case, sub.universe_size, "cells", *times))
     return rows
 
 
 # -- report ---------------------------------------------------------------------------------
 
 
-def rate(work: int, seconds: float, unit: str) -> str:
-    """Human-readable rate, e.g. '52.3 M rows/s'."""
-    value = work / seconds
-    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.1f} {prefix} {unit}/s"
-    return f"{value:.0f} {unit}/s"
-
-
-def duration(seconds: float) -> str:
-    """Human-readable duration: ms, or microseconds below 1 ms."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} us"
-    return f"{seconds * 1e3:.1f} ms"
-
-
-def results_table(rows: Sequence[Row], baseline: str) -> str:
+def results_table(rows: Sequence[Comparison], baseline: str) -> str:
     """Markdown table of one section's rows."""
-    lines = [
-        f"| case | size | synth median | synth rate | {baseline} median | {baseline} rate "
-        "| speed ratio | speed ratio, best samples |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    columns = [
+        ("case", "---"),
+        ("size", "---:"),
+        *timing_columns(baseline),
+        ("speed ratio", "---:"),
+        ("speed ratio, best samples", "---:"),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r.case} | {r.work:,} {r.unit} | {duration(r.synth_s)} | {rate(r.work, r.synth_s, r.unit)} "
-            f"| {duration(r.base_s)} | {rate(r.work, r.base_s, r.unit)} "
-            f"| {r.ratio:.2f}x | {r.best_ratio:.2f}x |"
-        )
-    return "\n".join(lines)
+    return markdown_table(
+        columns,
+        (
+            [r.case, f"{r.work:,} {r.unit}", *timing_cells(r), f"{r.ratio:.2f}x", f"{r.best_ratio:.2f}x"]
+            for r in rows
+        ),
+    )
 
 
-def first_call_table(calls: Sequence[FirstCall]) -> str:
-    """Markdown table of the first-call (JIT) costs."""
-    lines = [
-        "| kernel | first call via library | what it did | cold compile, no cache |",
-        "|---|---:|---|---:|",
-    ]
-    for c in calls:
-        lines.append(
-            f"| {c.kernel} | {c.first_call_s * 1e3:.0f} ms | {c.cache} | {c.cold_compile_s * 1e3:.0f} ms |"
-        )
-    return "\n".join(lines)
-
-
-def met(ok: bool) -> str:
-    """Bold 'met' or 'not met'."""
-    return "**met**" if ok else "**not met**"
-
-
-def targets_note(hist: Sequence[Row], csv_rows: Sequence[Row], marg: Sequence[Row]) -> str:
+def targets_note(
+    hist: Sequence[Comparison], csv_rows: Sequence[Comparison], marg: Sequence[Comparison]
+) -> str:
     """The targets and whether this run met them (medians), and marginal cases where synth is slower."""
-    primary = csv_rows[0]
-    csv_factor = primary.synth_s / primary.base_s
-    csv_best_factor = primary.synth_best_s / primary.base_best_s
+    csv_factor, csv_best_factor = csv_rows[0].factor, csv_rows[0].best_factor
     lines = [
         "## Targets (judged on the medians)",
         "",
@@ -437,8 +297,7 @@ def targets_note(hist: Sequence[Row], csv_rows: Sequence[Row], marg: Sequence[Ro
         f"{met(csv_factor <= 1.5)} ({csv_factor:.2f}x the time of pandas.read_csv; best samples "
         f"{csv_best_factor:.2f}x). Other cases: "
         + ", ".join(
-            f"{r.case.split(' (')[0]}: {r.synth_s / r.base_s:.2f}x "
-            f"(best {r.synth_best_s / r.base_best_s:.2f}x)"
+            f"{r.case.split(' (')[0]}: {r.factor:.2f}x (best {r.best_factor:.2f}x)"
             for r in csv_rows[1:]
         )
         + ".",
@@ -462,45 +321,18 @@ def targets_note(hist: Sequence[Row], csv_rows: Sequence[Row], marg: Sequence[Ro
     return "\n".join(lines)
 
 
-def command_line() -> str:
-    """The command that produced this run, with the script path relative to the repository."""
-    script = Path(sys.argv[0]).resolve()
-    try:
-        script_text = str(script.relative_to(REPO))
-    except ValueError:
-        script_text = str(script)
-    return shlex.join(["python", script_text, *sys.argv[1:]])
-
-
-def machine_info() -> str:
-    """Cores, platform and library versions."""
-    return (
-        f"- cores (os.cpu_count()): {os.cpu_count()}\n"
-        f"- platform: {platform.platform()}, {platform.machine()}, Python {platform.python_version()}\n"
-        f"- numpy {np.__version__}, numba {numba.__version__}, pandas {pd.__version__}"
-    )
-
-
 def render(
     settings: Settings,
     calls: Sequence[FirstCall],
-    hist: Sequence[Row],
-    csv_rows: Sequence[Row],
-    marg: Sequence[Row],
+    hist: Sequence[Comparison],
+    csv_rows: Sequence[Comparison],
+    marg: Sequence[Comparison],
 ) -> str:
     """The full markdown report."""
-    now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     return "\n".join(
         [
-            "# synth table kernels: benchmark results",
-            "",
-            f"Command: `{command_line()}`  ",
-            f"Date: {now}",
-            "",
-            machine_info(),
-            f"- repeats per figure: {settings.repeats} (median reported, after one warm-up call of each; "
-            f"calls faster than {MIN_SAMPLE_S * 1e3:.0f} ms are batched into samples of at least that long); "
-            f"seed {settings.seed}",
+            *report_header("synth table kernels: benchmark results", machine_info(np, numba, pd)),
+            f"{repeats_note(settings.repeats)}; seed {settings.seed}",
             "",
             "Speed ratio = synth rate / baseline rate on the medians (> 1 means synth is faster); "
             "the last column is the same ratio on each side's fastest sample, a check against noise.",
@@ -548,32 +380,27 @@ def render(
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--repeats", type=int, default=None, help="timed repeats per figure (default 5; 3 with --quick)"
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rows and 3 repeats (a smoke run)")
+    """Command-line options (``--repeats`` filled in)."""
+    parser = option_parser(__doc__, quick_help="fewer rows and 3 repeats (a smoke run)")
     parser.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder with adult.csv and adult-domain.json"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random distributions")
-    args = parser.parse_args(argv)
-    if args.repeats is not None and args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    return args
+    return parse_options(parser, argv)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Sizes for a default or a quick run."""
-    repeats = args.repeats if args.repeats is not None else (3 if args.quick else 5)
-    if args.quick:
-        return Settings(repeats=repeats, hist_tiles=8, csv_tiles=4, seed=args.seed)
-    return Settings(repeats=repeats, hist_tiles=64, csv_tiles=20, seed=args.seed)
+    return Settings(
+        repeats=args.repeats,
+        hist_tiles=8 if args.quick else 64,
+        csv_tiles=4 if args.quick else 20,
+        seed=args.seed,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run every benchmark, print the report and write RESULTS.md."""
+    """Run every benchmark, print the report and write its RESULTS.md section."""
     args = parse_args(argv)
     settings = settings_from(args)
     started = time.perf_counter()
@@ -586,9 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hist = bench_histogram(schema, codes, settings)
     marg = bench_marginals(schema, settings)
     report = render(settings, calls, hist, csv_rows, marg)
-    print(report)
-    write_section("bench_tables", report)
-    print(f"(wrote {RESULTS_PATH}; total {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    publish("bench_tables", report, time.perf_counter() - started)
     return 0
 
 
