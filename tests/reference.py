@@ -149,3 +149,16 @@ def gumbel_argmax(gen: Xoshiro, scores, scale: float) -> int:
         if key > best_key:
             best_key, best = key, i
     return best
+
+
+def scale_query_cells(w: np.ndarray, shape: tuple[int, ...], positions: list[int], allowed: list[np.ndarray],
+                      factor: float) -> tuple[np.ndarray, float]:
+    """NumPy twin of the multiplicative-weights step: a full boolean mask over the universe."""
+    grids = np.indices(shape).reshape(len(shape), -1)
+    mask = np.ones(w.size, dtype=bool)
+    for p, values in zip(positions, allowed):
+        mask &= np.isin(grids[p], values)
+    out = w.copy()
+    before = float(w[mask].sum())
+    out[mask] *= factor
+    return out, before

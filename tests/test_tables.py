@@ -102,3 +102,31 @@ def test_add_counts_refuses_a_wrong_sized_table():
     schema = Schema((Coded("a", 4), Coded("b", 3)))
     with pytest.raises(ValueError, match="flat int64 array of 12 cells"):
         add_counts(np.zeros((2, 2), dtype=np.uint8), schema, np.array([0, 1]), np.zeros(11, dtype=np.int64))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.data())
+def test_scale_query_cells_matches_a_full_mask(sizes, data):
+    from synth.tables import scale_query_cells
+    from synth.workload import Query
+
+    schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    positions = sorted(data.draw(st.lists(st.integers(0, len(sizes) - 1), unique=True, max_size=len(sizes))))
+    allowed = [np.sort(rng.choice(sizes[p], size=int(rng.integers(1, sizes[p] + 1)), replace=False)) for p in positions]
+    query = Query(tuple(schema.names[p] for p in positions), tuple(allowed))
+    w = rng.random(schema.universe_size)
+    factor = float(rng.uniform(0.5, 2.0))
+    expected, expected_before = reference.scale_query_cells(w, schema.shape, positions, allowed, factor)
+    before = scale_query_cells(w, schema, query, factor)
+    np.testing.assert_allclose(w, expected, rtol=1e-15)
+    assert before == pytest.approx(expected_before, rel=1e-12)
+
+
+def test_scale_query_cells_checks_the_table():
+    from synth.tables import scale_query_cells
+    from synth.workload import Query
+
+    schema = Schema((Coded("a", 3),))
+    with pytest.raises(ValueError, match="contiguous flat float64 array of 3 cells"):
+        scale_query_cells(np.ones(3, dtype=np.float32), schema, Query((), ()), 2.0)

@@ -35,3 +35,6 @@ __all__ += [
     "uniform_below_small",
     "uniform_open01",
 ]
+from .weights import scale_selected  # noqa: E402
+
+__all__ += ["scale_selected"]

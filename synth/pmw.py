@@ -1,0 +1,248 @@
+"""Private Multiplicative Weights (Hardt and Rothblum 2010; Dwork and Roth 2014, Section 4.2).
+
+PMW keeps a public distribution D_t over the universe (dense float64, uniform or a public
+prior) and answers counting queries one at a time. Each epoch is one AboveThreshold run on
+the error |f(x) - f(D_t)|, measured in rows (sensitivity 1):
+
+* below the noisy threshold: a **lazy** round, answered from D_t (nothing more is spent);
+* above: an **update** round: a fresh discrete Laplace measurement of f(x) is released and
+  answered, D_t is multiplied by exp(eta * sign * f(u)) on the query's cells (eta = T/4) and
+  renormalized, and the next epoch starts with a fresh noisy threshold;
+* after L updates PMW **halts**: later answers come from D_L (post-processing, free) and carry
+  no accuracy guarantee.
+
+Each epoch charges eps_test (at its first test) and eps_measure (at its update) to the
+accountant; the plan (``synth.pmw_plan``) sizes them so that all L epochs fit the budget.
+Queries are answered from marginal tables of D_t, cached per column subset until the next
+update, so a lazy round costs the size of a marginal, not of the universe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .accounting import Accountant
+from .mechanisms import AboveThreshold, discrete_laplace
+from .monitor import KLMonitor
+from .pmw_plan import DEFAULT_COUNT_SHARE, PMWPlan, plan_pmw
+from .rng import make_rng
+from .schema import Schema
+from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal, marginal_from_dense, scale_query_cells
+from .workload import Query, Workload
+
+__all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED"]
+
+LAZY, UPDATE, HALTED = "lazy", "update", "halted"
+_RENORMALIZE_OUTSIDE = (1e-100, 1e100)
+
+
+@dataclass(frozen=True)
+class PMWAnswer:
+    """A released answer (a count of rows) and how it was made."""
+
+    value: float
+    round: str
+    epoch: int
+
+
+@dataclass
+class _Update:
+    epoch: int
+    query: str
+    measured: int
+    sign: int
+
+
+def _query_value(table: np.ndarray, query: Query) -> float:
+    if not query.columns:
+        return float(table)
+    if query.is_cell:
+        return float(table[tuple(int(a[0]) for a in query.allowed)])
+    return float(table[np.ix_(*query.allowed)].sum())
+
+
+class PMW:
+    """The PMW state and its answering loop, over the encoded private rows ``codes``."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        schema: Schema,
+        plan: PMWPlan,
+        rng: np.random.Generator | int | None = None,
+        *,
+        accountant: Accountant | None = None,
+        prior: np.ndarray | None = None,
+        monitor: KLMonitor | None = None,
+        max_cells: int = DEFAULT_MAX_CELLS,
+    ):
+        _check_cells(schema.universe_size, "the PMW distribution over the universe", max_cells)
+        if plan.universe_size != schema.universe_size:
+            raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
+        self.schema = schema
+        self.plan = plan
+        self._codes = np.ascontiguousarray(codes)
+        self._rng = make_rng(rng)
+        self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
+        self.monitor = monitor
+        if prior is None:
+            self._weights = np.full(schema.universe_size, 1.0 / schema.universe_size)
+        else:
+            prior = np.asarray(prior, dtype=np.float64).reshape(-1)
+            if prior.size != schema.universe_size or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
+                raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
+            self._weights = prior / prior.sum()
+        self._total = float(self._weights.sum())
+        self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self.updates = 0
+        self.updates_log: list[_Update] = []
+        self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
+        self._epoch: AboveThreshold | None = None
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def halted(self) -> bool:
+        return self.updates >= self.plan.updates
+
+    def distribution(self) -> np.ndarray:
+        """D_t as a fresh normalized flat array (the public model)."""
+        return self._weights / self._total
+
+    def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        """The marginal of D_t on ``subset`` (fractions), cached until the next update."""
+        table = self._model_tables.get(subset)
+        if table is None:
+            table = marginal_from_dense(self._weights, self.schema, subset) / self._total
+            self._model_tables[subset] = table
+        return table
+
+    def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        table = self._data_tables.get(subset)
+        if table is None:
+            table = marginal(self._codes, self.schema, subset)
+            self._data_tables[subset] = table
+        return table
+
+    def model_answer(self, query: Query) -> float:
+        """f(D_t) in rows: the plan's n times the query's fraction under D_t."""
+        return self.plan.rows * _query_value(self.model_table(query.columns), query)
+
+    # -- answering -----------------------------------------------------------------------
+    def answer(self, query: Query, *, query_id: int = -1, label: str = "") -> PMWAnswer:
+        """Answer one counting query (in rows), spending budget only on updates."""
+        model_count = self.model_answer(query)
+        if self.halted:
+            self.rounds[HALTED] += 1
+            return PMWAnswer(model_count, HALTED, self.updates)
+        if self._epoch is None:
+            self._epoch = AboveThreshold(
+                self.plan.threshold_count, self.plan.epsilon_test, 1, self._rng,
+                accountant=self.accountant, note=f"PMW epoch {self.updates + 1}",
+            )
+        true_count = int(round(_query_value(self._data_table(query.columns), query)))
+        if not self._epoch.test(abs(true_count - model_count)):
+            self.rounds[LAZY] += 1
+            return PMWAnswer(model_count, LAZY, self.updates)
+        measured = discrete_laplace(true_count, self.plan.epsilon_measure, 1, self._rng,
+                                    accountant=self.accountant, note=f"PMW update {self.updates + 1}")
+        sign = int(np.sign(measured - model_count))
+        self._update(query, sign, query_id, label, true_count, model_count)
+        self.updates_log.append(_Update(self.updates, label, int(measured), sign))
+        self._epoch = None
+        self.rounds[UPDATE] += 1
+        return PMWAnswer(float(measured), UPDATE, self.updates)
+
+    def _update(self, query: Query, sign: int, query_id: int, label: str, true_count: int, model_count: float) -> None:
+        if self.monitor is not None:
+            self.monitor.before_update(self._read_only(), self._total)
+        factor = math.exp(self.plan.eta * sign)
+        before = scale_query_cells(self._weights, self.schema, query, factor)
+        self._total += (factor - 1.0) * before
+        self.updates += 1
+        if not _RENORMALIZE_OUTSIDE[0] < self._total < _RENORMALIZE_OUTSIDE[1] or self.updates % 32 == 0:
+            self._total = float(self._weights.sum())  # refresh the running total (and its rounding)
+            if not _RENORMALIZE_OUTSIDE[0] < self._total < _RENORMALIZE_OUTSIDE[1]:
+                self._weights /= self._total
+                self._total = 1.0
+        self._model_tables.clear()
+        if self.monitor is not None:
+            n = self.monitor.n
+            self.monitor.after_update(self._read_only(), self._total, query_id=query_id, query=label,
+                                      true_fraction=true_count / n, model_fraction=model_count / self.plan.rows,
+                                      sign=sign)
+
+    def _read_only(self) -> np.ndarray:
+        view = self._weights.view()
+        view.flags.writeable = False
+        return view
+
+
+@dataclass
+class PMWRun:
+    """Everything an offline PMW run produced (the released parts and the diagnostics)."""
+
+    answers: np.ndarray  # released answers (rows), workload order, last pass
+    rounds: list[str]
+    final: np.ndarray  # answers from the final model D_final (rows)
+    plan: PMWPlan
+    pmw: PMW
+    accountant: Accountant
+    monitor: KLMonitor | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def run_pmw(
+    codes: np.ndarray,
+    schema: Schema,
+    workload: Workload,
+    epsilon: float,
+    delta: float = 0.0,
+    beta: float = 0.05,
+    *,
+    rows: int | None = None,
+    rng: np.random.Generator | int | None = None,
+    passes: int = 1,
+    count_share: float = DEFAULT_COUNT_SHARE,
+    updates: int | None = None,
+    alpha: float | None = None,
+    monitor: bool = False,
+    prior: np.ndarray | None = None,
+) -> PMWRun:
+    """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
+
+    n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
+    is bought with ``count_share * epsilon`` and charged to the accountant.
+    """
+    generator = make_rng(rng)
+    accountant = Accountant(epsilon, delta)
+    notes: list[str] = []
+    public_rows = rows if rows is not None else schema.rows
+    count_epsilon = 0.0
+    if public_rows is None:
+        count_epsilon = count_share * accountant.budget.epsilon
+        noisy = discrete_laplace(int(codes.shape[0]), count_epsilon, 1, generator, accountant=accountant,
+                                 note="noisy row count")
+        n = max(1, noisy)
+        notes.append(f"n is not public: bought a noisy row count {n:,} with epsilon={count_epsilon:g}")
+    else:
+        n = public_rows
+    plan = plan_pmw(epsilon, delta, n, schema.universe_size, len(workload) * passes, beta,
+                    rows_public=public_rows is not None, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
+    kl = None
+    if monitor:
+        kl = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
+    pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=kl)
+    answers = np.zeros(len(workload))
+    rounds = [""] * len(workload)
+    for _ in range(passes):
+        for i, query in enumerate(workload):
+            result = pmw.answer(query, query_id=i, label=workload.describe(i))
+            answers[i] = result.value
+            rounds[i] = result.round
+    final = plan.rows * workload.answer(pmw.model_table)
+    return PMWRun(answers, rounds, final, plan, pmw, accountant, kl, notes)
