@@ -34,6 +34,35 @@ class SynthGroup(click.Group):
             raise
 
 
+class CheckedFloat(click.ParamType):
+    """A float option checked by one of ``synth.validation``'s checks (its message on failure)."""
+
+    name = "float"
+
+    def __init__(self, check: str, label: str):
+        self.check = check
+        self.label = label
+
+    def convert(self, value, param, ctx):
+        from synth import validation
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        try:
+            if self.check == "check_probability":
+                return validation.check_probability(number, self.label)
+            return getattr(validation, self.check)(number, self.label)
+        except (TypeError, ValueError) as exc:
+            self.fail(str(exc), param, ctx)
+
+
+EPSILON = CheckedFloat("check_epsilon", "epsilon")
+DELTA = CheckedFloat("check_delta", "delta")
+BETA = CheckedFloat("check_probability", "beta")
+
+
 def note(message: str) -> None:
     """An informational line on stderr (stdout is kept for data)."""
     click.echo(message, err=True)

@@ -1,4 +1,4 @@
-"""``synth answer``: answer a workload of counting queries."""
+"""``synth answer``: answer a workload of counting queries, exactly (non-private) or with PMW."""
 
 from __future__ import annotations
 
@@ -6,42 +6,90 @@ import csv
 
 import click
 
-from ._common import columns_option, load_schema, note, output_option, progress, quiet_option, schema_option, warn, write_output
+from ._common import (
+    BETA,
+    DELTA,
+    EPSILON,
+    CheckedFloat,
+    columns_option,
+    load_schema,
+    note,
+    output_option,
+    progress,
+    quiet_option,
+    schema_option,
+    seed_option,
+    warn,
+    write_output,
+)
 
 NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
 
 @click.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @schema_option
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON (see the README for the format).")
 @click.option("--exact", is_flag=True,
               help="Exact counts from the private data: NOT differentially private, for the data owner only.")
+@click.option("--mechanism", type=click.Choice(["pmw"]), help="Private mechanism: pmw (Private Multiplicative Weights).")
+@click.option("--epsilon", type=EPSILON, help="Privacy budget epsilon (total, for the whole run).")
+@click.option("--delta", type=DELTA, default=0.0, show_default=True, help="Privacy budget delta.")
+@click.option("--beta", type=BETA, default=0.05, show_default=True,
+              help="Failure probability of the predicted accuracy.")
+@click.option("--rows", type=click.IntRange(1), help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought).")
+@click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
+              help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
+@click.option("--updates", type=click.IntRange(1), help="Fix PMW's update bound L instead of planning it.")
+@click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
+@click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
+@click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
+@click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
+              help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
+@click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True),
+              help="Save the released model (distribution, schema, privacy spent, round log).")
+@seed_option
 @columns_option
 @quiet_option
 @output_option("Where to write the answers CSV")
-def answer(data: str, schema_file: str, workload_file: str, exact: bool, columns: str | None,
-           quiet: bool, output: str) -> None:
-    """Answer every query of a workload on DATA.csv.
+def answer(data, schema_file, workload_file, exact, mechanism, epsilon, delta, beta, rows, count_epsilon, updates,
+           alpha, passes, plan_only, monitor_file, model_file, seed, columns, quiet, output) -> None:
+    """Answer every query of a workload on DATA.csv, exactly or privately.
 
-    With --exact the answers are the true counts: they are NOT differentially private and
-    are for the data owner only (e.g. to compare with private answers). The CSV has one row
-    per query in workload order: query_id (from 0), name, query, answer, privacy.
+    With --exact the answers are the true counts: NOT differentially private, for the data
+    owner only. With --mechanism pmw they are differentially private within --epsilon
+    (and --delta): the CSV has query_id, name, query, answer (a count), round (lazy, update
+    or halted: no accuracy guarantee after PMW halts) and final_answer (from the final model).
 
     \b
-    Example:
+    Examples:
       synth answer adult.csv --schema adult-domain.json --workload w.json --exact -o exact.csv
+      synth answer adult.csv --schema adult-domain.json --workload w.json \\
+          --mechanism pmw --epsilon 1 --delta 1e-6 --rows 48842 -o pmw.csv --model pmw.npz
+      synth answer --schema adult-domain.json --workload w.json --mechanism pmw \\
+          --epsilon 1 --rows 48842 --plan
     """
-    if not exact:
-        raise click.UsageError(
-            "no private mechanism is available yet: pass --exact for exact (NON-PRIVATE) counts"
-        )
-    from synth.exact import exact_answers
+    if exact == bool(mechanism):
+        raise click.UsageError("choose one: --exact (NON-PRIVATE counts) or --mechanism pmw (private)")
+    if data is None and not plan_only:
+        raise click.UsageError("DATA is required (only --plan runs without reading the data)")
     from synth.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
     queries = Workload.load(workload_file, selected)
+    if exact:
+        _answer_exactly(data, full, queries, columns, quiet, output)
+    else:
+        if epsilon is None:
+            raise click.UsageError("--mechanism pmw needs --epsilon")
+        _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
+                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output)
+
+
+def _answer_exactly(data, full, queries, columns, quiet, output) -> None:
+    from synth.exact import exact_answers
+
     with progress(f"reading {data}", quiet) as update:
         result = exact_answers(data, full, queries, columns=columns, progress=update)
 
@@ -49,8 +97,7 @@ def answer(data: str, schema_file: str, workload_file: str, exact: bool, columns
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["query_id", "name", "query", "answer", "privacy"])
         for i, value in enumerate(result.answers.tolist()):
-            name = queries[i].name or ""
-            writer.writerow([i, name, queries.describe(i), value, NON_PRIVATE_LABEL])
+            writer.writerow([i, queries[i].name or "", queries.describe(i), value, NON_PRIVATE_LABEL])
 
     write_output(output, write)
     for name, count in result.clipped.items():
@@ -59,3 +106,56 @@ def answer(data: str, schema_file: str, workload_file: str, exact: bool, columns
         f"exact answers to {len(queries):,} queries over {result.n_rows:,} rows are NON-PRIVATE "
         "(not differentially private): for the data owner only; do not release them."
     )
+
+
+def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
+                     alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output) -> None:
+    from synth.pmw_plan import DEFAULT_COUNT_SHARE, plan_pmw
+
+    public_rows = rows if rows is not None else selected.rows
+    if plan_only:
+        if public_rows is None:
+            raise click.UsageError("--plan needs a public row count: pass --rows N or put rows in the schema")
+        plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * passes, beta,
+                        updates=updates, alpha=alpha)
+        click.echo(plan.describe())
+        return
+    from synth.data import read
+    from synth.pmw import HALTED, run_pmw
+
+    with progress(f"reading {data}", quiet) as update:
+        encoded = read(data, full, columns=columns, progress=update)
+    share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
+    run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
+                  passes=passes, count_share=share, updates=updates, alpha=alpha, monitor=monitor_file is not None)
+
+    def write(handle) -> None:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["query_id", "name", "query", "answer", "round", "final_answer", "privacy"])
+        for i in range(len(queries)):
+            writer.writerow([i, queries[i].name or "", queries.describe(i), f"{run.answers[i]:.6g}", run.rounds[i],
+                             f"{run.final[i]:.6g}", "differentially private (pmw)"])
+
+    write_output(output, write)
+    if model_file:
+        run.pmw.to_model(seeded=seed is not None).save(model_file)
+    if monitor_file:
+        from synth._io import atomic_write
+
+        with atomic_write(monitor_file, encoding="utf-8", newline="") as handle:
+            run.monitor.write_csv(handle)
+        warn(f"{monitor_file} is a NON-PRIVATE diagnostic computed from the true data: never release it")
+    for line in run.notes:
+        note(line)
+    spent = run.accountant.spent()
+    plan = run.plan
+    note(f"PMW: {run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+         + ", ".join(f"{k} {v:,}" for k, v in run.pmw.rounds.items()))
+    note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
+         f"of epsilon={epsilon:g}, delta={delta:g}")
+    note(f"predicted accuracy: alpha={plan.alpha:.5f} of n (~{plan.alpha * plan.rows:,.0f} rows) for answers "
+         f"before the halt, with probability >= {1 - plan.failure_bound:.3f}")
+    if run.pmw.rounds[HALTED]:
+        warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
+    if model_file:
+        note(f"model saved to {model_file}")

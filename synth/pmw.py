@@ -176,6 +176,18 @@ class PMW:
                                       true_fraction=true_count / n, model_fraction=model_count / self.plan.rows,
                                       sign=sign)
 
+    def to_model(self, *, seeded: bool = False):
+        """The release: D_t, the plan, the privacy spent and the update log (all public)."""
+        from dataclasses import asdict
+
+        from .model import Model
+
+        return Model(
+            schema=self.schema, mechanism="pmw", distribution=self.distribution(), rows=self.plan.rows,
+            rows_public=self.plan.rows_public, parameters=self.plan.to_dict(), privacy=self.accountant.to_dict(),
+            round_log=[asdict(u) for u in self.updates_log], seeded=seeded,
+        )
+
     def _read_only(self) -> np.ndarray:
         view = self._weights.view()
         view.flags.writeable = False

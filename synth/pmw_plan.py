@@ -28,14 +28,19 @@ from dataclasses import asdict, dataclass
 
 from .accounting import Charge, compose
 from .composition import zcdp_epsilon
+from .errors import SynthError
 from .validation import check_delta, check_epsilon, check_positive_int, check_probability, check_real
 
-__all__ = ["PMWPlan", "plan_pmw", "DEFAULT_COUNT_SHARE", "laplace_tail"]
+__all__ = ["PMWPlan", "PlanError", "plan_pmw", "DEFAULT_COUNT_SHARE", "laplace_tail"]
 
 #: Share of epsilon spent on a noisy row count when n is not public.
 DEFAULT_COUNT_SHARE = 0.05
 _SPLITS = tuple(i / 40 for i in range(1, 40))
 _SHARES = tuple(i / 16 for i in range(1, 8))  # a: the threshold noise's part of T/2
+
+
+class PlanError(SynthError):
+    """No plan meets the request (e.g. epsilon too small for n, |U| and k)."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,7 @@ def plan_pmw(
     if updates is not None:
         updates = check_positive_int(updates, "updates")
     if not 0 <= epsilon_count < epsilon:
-        raise ValueError(f"epsilon_count ({epsilon_count!r}) must be in [0, epsilon)")
+        raise PlanError(f"the row-count epsilon ({epsilon_count!r}) must be in [0, epsilon={epsilon:g})")
     rho_max = _largest_rho(epsilon, delta) if delta > 0 else None
 
     def evaluate(threshold: float) -> tuple[float, int, float, float, str]:
@@ -215,7 +220,7 @@ def plan_pmw(
             raise ValueError(f"alpha ({alpha!r}) must be in (0, 1.5)")
     else:
         if evaluate(1.0)[0] > beta:
-            raise ValueError(
+            raise PlanError(
                 f"epsilon={epsilon:g} is too small for n={rows:,.0f} rows, |U|={universe_size:,} and "
                 f"{queries:,} queries: no threshold below 1 keeps the failure probability under beta={beta:g}"
             )
