@@ -2,7 +2,8 @@
 
 Measuring: ``round_robin`` (and its two-function form ``compare``) samples functions in turn
 after one warm-up call each, batching fast calls; ``Comparison`` is one synth-vs-baseline
-figure built from those samples. ``first_call`` measures a Numba kernel's JIT cost.
+figure built from those samples. ``first_call`` measures a Numba kernel's JIT cost;
+``traced_peaks`` the peak memory (tracemalloc) of a sequence of steps.
 Reporting: markdown helpers for the sections ``_results.write_section`` stores in RESULTS.md.
 """
 
@@ -17,6 +18,7 @@ import shlex
 import statistics
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,6 +168,22 @@ class Comparison:
         return self.synth_best_s / self.base_best_s
 
 
+def traced_peaks(*steps: Callable[[], object]) -> list[int]:
+    """Peak bytes traced by ``tracemalloc`` during each of ``steps``, run in order in one
+    tracing session (NumPy reports its array buffers to tracemalloc; memory allocated before
+    the session is not counted). A step's peak includes what earlier steps still hold."""
+    peaks = []
+    tracemalloc.start()
+    try:
+        for step in steps:
+            tracemalloc.reset_peak()
+            step()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+    finally:
+        tracemalloc.stop()
+    return peaks
+
+
 # -- first calls (JIT) ----------------------------------------------------------------------
 
 
@@ -289,6 +307,14 @@ def machine_info(*libraries: ModuleType) -> str:
         f"- platform: {platform.platform()}, {platform.machine()}, Python {platform.python_version()}\n"
         "- " + ", ".join(f"{lib.__name__} {lib.__version__}" for lib in libraries)
     )
+
+
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages, where the platform has them."""
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return "unavailable"
 
 
 def report_header(title: str, machine: str, run_s: float | None = None) -> list[str]:
