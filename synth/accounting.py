@@ -113,6 +113,32 @@ def compose(charges: tuple[Charge, ...] | list[Charge], delta_budget: float) -> 
     return min(options, key=lambda s: (s.epsilon, s.delta))
 
 
+@dataclass(frozen=True)
+class _Sums:
+    """Running sums of a ledger, enough to check each composition theorem in O(1)."""
+
+    count: int = 0
+    basic: Fraction = Fraction(0)  # sum of epsilons (non-zCDP charges), exact
+    approx_delta: Fraction = Fraction(0)  # exact, so a delta budget is never passed by rounding
+    approx_epsilon: float = 0.0  # sum of epsilons of (epsilon, delta > 0) charges
+    squares: float = 0.0  # sum of epsilon^2 (non-zCDP), for advanced composition
+    drift: float = 0.0  # sum of epsilon (e^epsilon - 1)
+    rho: float = 0.0  # pure epsilon^2 / 2 plus zCDP rhos
+    has_zcdp: bool = False
+
+    def plus(self, charge: Charge) -> _Sums:
+        if charge.is_zcdp:
+            return _Sums(self.count + 1, self.basic, self.approx_delta, self.approx_epsilon, self.squares,
+                         self.drift, self.rho + charge.rho, True)
+        eps = charge.epsilon
+        approx = charge.delta > 0
+        return _Sums(
+            self.count + 1, self.basic + Fraction(eps), self.approx_delta + Fraction(charge.delta),
+            self.approx_epsilon + (eps if approx else 0.0), self.squares + eps * eps,
+            self.drift + eps * math.expm1(eps), self.rho + (0.0 if approx else eps * eps / 2), self.has_zcdp,
+        )
+
+
 def _round_up(value: Fraction) -> float:
     result = float(value)
     return math.nextafter(result, math.inf) if Fraction(result) < value else result
@@ -120,6 +146,9 @@ def _round_up(value: Fraction) -> float:
 
 class Accountant:
     """Tracks releases against a total budget; refuses any charge that would overspend.
+
+    Checks are O(1): running sums of the ledger (exact for basic composition) and, for zCDP,
+    the largest rho the budget allows, cached. ``spent()`` composes the whole ledger.
 
     >>> acc = Accountant(1.0)
     >>> _ = acc.spend(0.25, mechanism="discrete_laplace")
@@ -130,6 +159,8 @@ class Accountant:
     def __init__(self, epsilon: float, delta: float = 0.0):
         self._budget = Budget(check_epsilon(epsilon), check_delta(delta))
         self._charges: list[Charge] = []
+        self._sums = _Sums()
+        self._rho_limits: dict[tuple[float, float], float] = {}
 
     @property
     def budget(self) -> Budget:
@@ -160,29 +191,49 @@ class Accountant:
     def check(
         self, epsilon: float | None = None, delta: float = 0.0, *, rho: float | None = None,
         mechanism: str = "", note: str = "",
-    ) -> Spent:
-        """The total after this charge; ``BudgetExceeded`` if it would not fit. Records nothing."""
+    ) -> None:
+        """``BudgetExceeded`` if this charge would not fit; records nothing."""
         charge = self._charge(epsilon, delta, rho, mechanism, note)
+        if self._fits(self._sums.plus(charge)):
+            return
         total = compose(self._charges + [charge], self._budget.delta)
-        if not self._fits(total, charge):
-            what = f"rho={charge.rho:g}" if charge.is_zcdp else f"epsilon={charge.epsilon:g}" + (
-                f", delta={charge.delta:g}" if charge.delta else "")
-            label = f" ({mechanism}{': ' + note if note else ''})" if mechanism else ""
-            raise BudgetExceeded(
-                f"spending {what}{label} would bring the total to epsilon={total.epsilon:.10g}, "
-                f"delta={total.delta:.3g} ({total.method} composition), over the budget "
-                f"epsilon={self._budget.epsilon:g}, delta={self._budget.delta:g}; "
-                f"remaining epsilon={self.remaining().epsilon:.10g}"
-            )
-        return total
+        what = f"rho={charge.rho:g}" if charge.is_zcdp else f"epsilon={charge.epsilon:g}" + (
+            f", delta={charge.delta:g}" if charge.delta else "")
+        label = f" ({mechanism}{': ' + note if note else ''})" if mechanism else ""
+        raise BudgetExceeded(
+            f"spending {what}{label} would bring the total to epsilon={total.epsilon:.10g}, "
+            f"delta={total.delta:.3g} ({total.method} composition), over the budget "
+            f"epsilon={self._budget.epsilon:g}, delta={self._budget.delta:g}; "
+            f"remaining epsilon={self.remaining().epsilon:.10g}"
+        )
 
-    def _fits(self, total: Spent, charge: Charge) -> bool:
-        if total.delta > self._budget.delta:
+    def _fits(self, sums: _Sums) -> bool:
+        """Whether a ledger with these running sums fits the budget (the theorems of ``compose``)."""
+        budget = self._budget
+        if sums.approx_delta > Fraction(budget.delta):
             return False
-        if total.method == "basic":  # exact: the sum of the charges' epsilons as fractions
-            exact = sum((Fraction(c.epsilon) for c in self._charges + [charge]), Fraction(0))
-            return exact <= Fraction(self._budget.epsilon)
-        return total.epsilon <= self._budget.epsilon
+        if not sums.has_zcdp and sums.basic <= Fraction(budget.epsilon):
+            return True
+        slack = budget.delta - float(sums.approx_delta)
+        if slack <= 0:
+            return False
+        if not sums.has_zcdp and sums.count > 1:
+            bound = math.sqrt(2 * math.log(1 / slack) * sums.squares) + sums.drift
+            if bound * (1 + _MARGIN) <= budget.epsilon:
+                return True
+        target = budget.epsilon - sums.approx_epsilon
+        return target > 0 and sums.rho <= self._rho_limit(target, slack)
+
+    def _rho_limit(self, target: float, slack: float) -> float:
+        """The largest rho (less a 1e-6 safety share) whose zCDP total stays within ``target``."""
+        key = (target, slack)
+        if key not in self._rho_limits:
+            low, high = 0.0, target
+            for _ in range(60):
+                middle = (low + high) / 2
+                low, high = (middle, high) if zcdp_epsilon(middle, slack) * (1 + _MARGIN) <= target else (low, middle)
+            self._rho_limits[key] = low * (1 - 1e-6)
+        return self._rho_limits[key]
 
     def spend(
         self, epsilon: float | None = None, delta: float = 0.0, *, rho: float | None = None,
@@ -192,6 +243,7 @@ class Accountant:
         self.check(epsilon, delta, rho=rho, mechanism=mechanism, note=note)
         charge = self._charge(epsilon, delta, rho, mechanism, note)
         self._charges.append(charge)
+        self._sums = self._sums.plus(charge)
         return charge
 
     # -- serialization -------------------------------------------------------------------

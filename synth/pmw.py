@@ -31,7 +31,7 @@ from .monitor import KLMonitor
 from .pmw_plan import DEFAULT_COUNT_SHARE, PMWPlan, plan_pmw
 from .rng import make_rng
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal, marginal_from_dense, scale_query_cells
+from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
 from .workload import Query, Workload
 
 __all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED"]
@@ -99,6 +99,7 @@ class PMW:
         self._total = float(self._weights.sum())
         self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self._selections: dict[int, tuple[Query, SelectedCells]] = {}
         self.updates = 0
         self.updates_log: list[_Update] = []
         self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
@@ -161,7 +162,11 @@ class PMW:
         if self.monitor is not None:
             self.monitor.before_update(self._read_only(), self._total)
         factor = math.exp(self.plan.eta * sign)
-        before = scale_query_cells(self._weights, self.schema, query, factor)
+        kept = self._selections.get(id(query))
+        if kept is None or kept[0] is not query:  # keyed by identity; the query is kept alive
+            kept = (query, SelectedCells(self.schema, query))
+            self._selections[id(query)] = kept
+        before = kept[1].scale(self._weights, factor)
         self._total += (factor - 1.0) * before
         self.updates += 1
         if not _RENORMALIZE_OUTSIDE[0] < self._total < _RENORMALIZE_OUTSIDE[1] or self.updates % 32 == 0:

@@ -15,7 +15,7 @@ from . import _kernels
 from .errors import DataError, SchemaError
 from .schema import Schema
 
-__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts", "scale_query_cells"]
+__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts", "scale_query_cells", "SelectedCells"]
 
 #: Largest dense table built unless the caller raises the cap (10^8 float64 cells = 800 MB).
 DEFAULT_MAX_CELLS = 10**8
@@ -127,20 +127,33 @@ def _merge_axes(shape: Sequence[int], keep: np.ndarray) -> tuple[list[int], list
     return dims, kept
 
 
+class SelectedCells:
+    """The kernel arguments that select a query's cells in a dense table (build once, reuse)."""
+
+    def __init__(self, schema: Schema, query):
+        constrained = {schema.index(c): a for c, a in zip(query.columns, query.allowed)}
+        last = max(constrained, default=-1)
+        allowed = [np.asarray(constrained.get(j, np.arange(schema.shape[j])), dtype=np.int64) for j in range(last + 1)]
+        self.universe_size = schema.universe_size
+        self.counts = np.array([len(a) for a in allowed], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)[: len(allowed)]
+        self.allowed = np.concatenate(allowed) if allowed else np.zeros(0, np.int64)
+        self.strides = np.ascontiguousarray(schema.strides[: last + 1])
+        self.run = int(np.prod(schema.shape[last + 1:], dtype=np.int64))
+
+    def scale(self, w: np.ndarray, factor: float) -> float:
+        """Multiply the selected cells of ``w`` by ``factor``; return their sum before."""
+        if w.ndim != 1 or w.size != self.universe_size or w.dtype != np.float64 or not w.flags.c_contiguous:
+            raise ValueError(f"w must be a contiguous flat float64 array of {self.universe_size} cells")
+        return float(_kernels.scale_selected(w, self.strides, self.allowed, self.offsets, self.counts, self.run,
+                                             float(factor)))
+
+
 def scale_query_cells(w: np.ndarray, schema: Schema, query, factor: float) -> float:
     """Multiply the cells of the flat dense table ``w`` that ``query`` selects by ``factor``
     (in place, one pass over the selected cells only); return their sum before scaling.
 
-    ``query`` is a ``synth.workload.Query`` over ``schema``'s columns.
+    ``query`` is a ``synth.workload.Query`` over ``schema``'s columns. To scale by the same
+    query repeatedly, build ``SelectedCells(schema, query)`` once.
     """
-    if w.ndim != 1 or w.size != schema.universe_size or w.dtype != np.float64 or not w.flags.c_contiguous:
-        raise ValueError(f"w must be a contiguous flat float64 array of {schema.universe_size} cells")
-    constrained = {schema.index(c): a for c, a in zip(query.columns, query.allowed)}
-    last = max(constrained, default=-1)
-    allowed = [constrained.get(j, np.arange(schema.shape[j])) for j in range(last + 1)]
-    counts = np.array([len(a) for a in allowed], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if allowed else np.zeros(0, np.int64)
-    flat = np.concatenate(allowed).astype(np.int64) if allowed else np.zeros(0, np.int64)
-    strides = schema.strides[: last + 1]
-    run = int(np.prod(schema.shape[last + 1:], dtype=np.int64))
-    return float(_kernels.scale_selected(w, strides, flat, offsets, counts, run, float(factor)))
+    return SelectedCells(schema, query).scale(w, factor)

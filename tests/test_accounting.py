@@ -126,3 +126,29 @@ def test_spent_never_exceeds_budget_after_random_spending():
                 pass
         spent = accountant.spent()
         assert spent.epsilon <= 1.0 and spent.delta <= delta and math.isfinite(spent.epsilon)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6, 1e-3])
+def test_fast_checks_agree_with_full_composition(delta):
+    import numpy as np
+
+    rng = np.random.default_rng(int(delta * 1e6) + 1)
+    accountant = Accountant(1.0, delta)
+    for _ in range(120):
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            args, kwargs = (float(rng.uniform(0.005, 0.15)),), {}
+        elif kind == 1:
+            args, kwargs = (float(rng.uniform(0.005, 0.15)), float(rng.uniform(0, delta / 20))), {}
+        else:
+            args, kwargs = (), {"rho": float(rng.uniform(1e-6, 1e-3))}
+        before = accountant.ledger()
+        try:
+            charge = accountant.spend(*args, mechanism="m", **kwargs)
+        except BudgetExceeded:
+            refused = Charge("m", *args, **kwargs) if args else Charge("m", rho=kwargs["rho"])
+            total = compose(list(before) + [refused], delta)
+            assert total.epsilon > 1.0 * (1 - 1e-5) or total.delta > delta  # refused only when (nearly) over
+            continue
+        total = compose(accountant.ledger(), delta)
+        assert total.epsilon <= 1.0 and total.delta <= delta, (charge, total)

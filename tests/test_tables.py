@@ -130,3 +130,21 @@ def test_scale_query_cells_checks_the_table():
     schema = Schema((Coded("a", 3),))
     with pytest.raises(ValueError, match="contiguous flat float64 array of 3 cells"):
         scale_query_cells(np.ones(3, dtype=np.float32), schema, Query((), ()), 2.0)
+
+
+@pytest.mark.parametrize("positions", [[], [0], [1], [0, 1]])
+def test_scale_query_cells_on_long_contiguous_runs(positions):
+    """Trailing unconstrained axes give runs of 16+ cells (the kernel's four-sum path)."""
+    from synth.tables import SelectedCells
+    from synth.workload import Query
+
+    schema = Schema((Coded("a", 3), Coded("b", 2), Coded("c", 7), Coded("d", 5)))
+    rng = np.random.default_rng(len(positions))
+    allowed = [np.array([1, 2]) if p == 0 else np.array([0]) for p in positions]
+    query = Query(tuple(schema.names[p] for p in positions), tuple(allowed))
+    w = rng.random(schema.universe_size)
+    expected, expected_before = reference.scale_query_cells(w, schema.shape, positions, allowed, 1.7)
+    selected = SelectedCells(schema, query)
+    assert selected.run >= 16
+    assert selected.scale(w, 1.7) == pytest.approx(expected_before, rel=1e-12)
+    np.testing.assert_allclose(w, expected, rtol=1e-15)

@@ -23,10 +23,37 @@ def scale_selected(w, strides, allowed, offsets, counts, run, factor):  # pragma
         base += allowed[offsets[j]] * strides[j]
     before = 0.0
     while True:
-        for r in range(run):
-            value = w[base + r]
-            before += value
-            w[base + r] = value * factor
+        if run >= 16:  # four running sums: a fixed order (deterministic), no serial add chain
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            r = 0
+            while r + 4 <= run:
+                v0 = w[base + r]
+                v1 = w[base + r + 1]
+                v2 = w[base + r + 2]
+                v3 = w[base + r + 3]
+                s0 += v0
+                s1 += v1
+                s2 += v2
+                s3 += v3
+                w[base + r] = v0 * factor
+                w[base + r + 1] = v1 * factor
+                w[base + r + 2] = v2 * factor
+                w[base + r + 3] = v3 * factor
+                r += 4
+            while r < run:
+                value = w[base + r]
+                s0 += value
+                w[base + r] = value * factor
+                r += 1
+            before += (s0 + s1) + (s2 + s3)
+        else:
+            for r in range(run):
+                value = w[base + r]
+                before += value
+                w[base + r] = value * factor
         j = d - 1
         while j >= 0:
             old = allowed[offsets[j] + position[j]]
