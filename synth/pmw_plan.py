@@ -241,16 +241,20 @@ def plan_pmw(
 
 
 def _fit_exactly(epsilon, delta, e_test, e_measure, updates, epsilon_count) -> tuple[float, float]:
-    """Shrink the per-epoch budgets until the accountant's own composition accepts all L epochs."""
-    for _ in range(200):
-        total = compose(_epoch_charges(e_test, e_measure, updates, epsilon_count), delta)
-        if total.epsilon <= epsilon and total.delta <= delta:
-            if total.method != "basic":
-                return e_test, e_measure
-            from fractions import Fraction
+    """Shrink the per-epoch budgets until an accountant accepts every charge of all L epochs.
 
-            exact = Fraction(epsilon_count) + updates * (Fraction(e_test) + Fraction(e_measure))
-            if exact <= Fraction(epsilon):
-                return e_test, e_measure
-        e_test, e_measure = e_test * (1 - 1e-9), e_measure * (1 - 1e-9)
+    The very checks PMW's accountant will make (``Accountant.spend``), so a planned run can
+    never be refused part-way.
+    """
+    from .accounting import Accountant, BudgetExceeded
+
+    for attempt in range(60):
+        accountant = Accountant(epsilon, delta)
+        try:
+            for charge in _epoch_charges(e_test, e_measure, updates, epsilon_count):
+                accountant.spend(charge.epsilon, mechanism=charge.mechanism)
+            return e_test, e_measure
+        except BudgetExceeded:
+            shrink = 1 - 1e-9 * 2**attempt
+            e_test, e_measure = e_test * shrink, e_measure * shrink
     raise AssertionError("could not fit the plan into the budget")  # pragma: no cover

@@ -150,3 +150,19 @@ def test_prior_and_bad_prior():
     np.testing.assert_allclose(pmw.distribution(), prior / prior.sum())
     with pytest.raises(ValueError, match="prior must be"):
         PMW(codes, SCHEMA, plan, rng=1, prior=-prior)
+
+
+@pytest.mark.parametrize("epsilon, delta, count", [(0.5, 1e-6, 0.0), (2.0, 1e-6, 0.1), (1.0, 0.0, 0.05), (3.0, 1e-9, 0.0)])
+def test_every_planned_epoch_is_accepted_by_the_accountant(epsilon, delta, count):
+    """Regression: a plan checked only with compose() could be refused by the accountant's
+    (slightly more conservative) fast check in its last epochs."""
+    from synth.accounting import Accountant
+
+    plan = plan_pmw(epsilon, delta, 48_842, 120_960, 8_453, epsilon_count=count)
+    accountant = Accountant(epsilon, delta)
+    if count:
+        accountant.spend(count, mechanism="row count")
+    for _ in range(plan.updates):
+        accountant.spend(plan.epsilon_test, mechanism="test")
+        accountant.spend(plan.epsilon_measure, mechanism="measure")
+    assert accountant.spent().epsilon <= epsilon
