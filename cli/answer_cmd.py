@@ -155,6 +155,9 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
          f"of epsilon={epsilon:g}, delta={delta:g}")
     note(f"predicted accuracy: alpha={plan.alpha:.5f} of n (~{plan.alpha * plan.rows:,.0f} rows) for answers "
          f"before the halt, with probability >= {1 - plan.failure_bound:.3f}")
+    if run.pmw.updates == 0:
+        warn("PMW made no update: every answer is the starting distribution's (see the plan's NOTE; "
+             "--plan shows it without reading the data)")
     if run.pmw.rounds[HALTED]:
         warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
     if model_file:

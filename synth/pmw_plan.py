@@ -104,6 +104,12 @@ class PMWPlan:
                 f"  WARNING               L={self.updates:,} is below 16 ln|U| / T^2 = {self.potential_bound:,}: PMW may"
                 " halt before the workload ends; answers after the halt carry no accuracy guarantee"
             )
+        if self.alpha >= 0.25:
+            lines.append(
+                "  NOTE                  the worst-case threshold is large at this budget: expect few or no"
+                " updates (answers stay near the starting distribution); more epsilon, or --alpha/--updates"
+                " (trading the guarantee), change that"
+            )
         lines.append(
             f"  predicted accuracy    alpha = 3T/2 = {self.alpha:.5f} of n"
             f" (~{self.alpha * self.rows:,.0f} rows) with probability >= {1 - self.failure_bound:.4f}"

@@ -48,6 +48,11 @@ def test_more_budget_means_a_lower_threshold():
     assert thresholds[0] > thresholds[1] > thresholds[2]
 
 
+def test_plan_says_when_its_worst_case_threshold_is_large():
+    assert "NOTE" in plan_pmw(1.0, 0.0, 48_842, 120_960, 8_453).describe()
+    assert "NOTE" not in plan_pmw(200.0, 0.0, 20_000, 24, 35).describe()
+
+
 def test_fixed_updates_or_alpha_are_respected():
     by_updates = plan_pmw(10.0, 0.0, 20_000, 24, 50, updates=7)
     assert by_updates.updates == 7
@@ -152,6 +157,7 @@ def test_prior_and_bad_prior():
         PMW(codes, SCHEMA, plan, rng=1, prior=-prior)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon, delta, count", [(0.5, 1e-6, 0.0), (2.0, 1e-6, 0.1), (1.0, 0.0, 0.05), (3.0, 1e-9, 0.0)])
 def test_every_planned_epoch_is_accepted_by_the_accountant(epsilon, delta, count):
     """Regression: a plan checked only with compose() could be refused by the accountant's
