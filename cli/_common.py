@@ -107,9 +107,9 @@ seed_option = click.option(
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 
 
-def _output_folder_exists(ctx: click.Context, param: click.Parameter, value: str) -> str:
+def output_folder_exists(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """Fail before any work is done when the output cannot be created."""
-    if value != "-":
+    if value is not None and value != "-":
         folder = os.path.dirname(os.path.abspath(value))
         if not os.path.isdir(folder):
             raise click.BadParameter(f"folder {folder!r} does not exist", ctx=ctx, param=param)
@@ -123,7 +123,7 @@ def output_option(help_text: str):
         type=click.Path(dir_okay=False, writable=True, allow_dash=True),
         default="-",
         show_default=True,
-        callback=_output_folder_exists,
+        callback=output_folder_exists,
         help=f"{help_text} ('-' writes to stdout).",
     )
 

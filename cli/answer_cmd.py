@@ -14,6 +14,7 @@ from ._common import (
     columns_option,
     load_schema,
     note,
+    output_folder_exists,
     output_option,
     progress,
     quiet_option,
@@ -46,9 +47,9 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
 @click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
-              help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
+              callback=output_folder_exists, help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
 @click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True),
-              help="Save the released model (distribution, schema, privacy spent, round log).")
+              callback=output_folder_exists, help="Save the released model (distribution, schema, privacy spent, round log).")
 @seed_option
 @columns_option
 @quiet_option

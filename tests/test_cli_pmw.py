@@ -114,3 +114,9 @@ def test_damaged_or_foreign_model_files_are_refused(tmp_path):
         Model.load(tmp_path / "other.npz")
     with pytest.raises(ModelError, match="no such file"):
         Model.load(tmp_path / "missing.npz")
+
+
+def test_missing_model_folder_fails_before_anything_is_written(files):
+    result = run(*pmw_args(files, "--rows", "6000", "-o", files / "a.csv", "--model", files / "nope" / "m.npz"))
+    assert result.exit_code != 0 and "does not exist" in result.stderr
+    assert not (files / "a.csv").exists()
