@@ -4,15 +4,17 @@ universe size, and error against epsilon on adult.
 Measured against plain NumPy in the same run, on synthetic schemas of ``Coded`` columns of 10
 codes each (universes of 10^3 to 10^8 cells; 10^6 with ``--quick``) and seeded random rows:
 
-1. update step: ``synth.tables.scale_query_cells(w, schema, query, factor)`` (the in-place
-   multiplicative update) vs a NumPy boolean-mask update, and vs the memory-bandwidth baseline
-   ``a *= b`` on arrays of the universe's size (target: within 2x of ``a *= b``);
+1. update step: ``SelectedCells(schema, query).scale(w, factor)`` on a prebuilt selection (the
+   in-place multiplicative update as PMW makes it) vs a NumPy boolean-mask update, and vs the
+   memory-bandwidth baseline ``a *= b`` on arrays of the universe's size (target: within 2x of
+   ``a *= b``); the one-shot ``scale_query_cells`` (set-up included) at the smallest universe;
 2. update round end to end: ``PMW.answer`` when every test is above threshold (model marginal,
-   test, measurement, accounting, update) vs a plain NumPy round;
+   test, measurement, accounting, update) vs a plain NumPy round, and the time spent inside the
+   accountant during such rounds;
 3. lazy rounds: ``PMW.answer`` on queries whose marginal is cached vs a NumPy round that
    evaluates the query on the full distribution (target: independent of the universe size);
    and the first (uncached) evaluation of a subset, ``marginal_from_dense``;
-4. the accountant's cost per charge against the ledger length (the fixed cost of an update);
+4. the accountant: ``spend`` per charge as the ledger grows, and the one-off ``spent()``;
 5. peak memory of ``run_pmw`` (``tracemalloc``) in universe-sized float64 arrays (target <= 3);
 6. error against epsilon on adult column subsets (``run_pmw``, 5 seeds, median).
 
@@ -26,6 +28,7 @@ Usage: ``python benchmarks/bench_pmw.py [--repeats N] [--quick] [--seed S] [--da
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import math
 import statistics
@@ -61,13 +64,13 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 )
 
 from synth import _kernels
-from synth.accounting import Accountant, Charge
+from synth.accounting import Accountant, Charge, compose
 from synth.data import code_dtype, read
-from synth.mechanisms import AboveThreshold, discrete_laplace_noise
+from synth.mechanisms import AboveThreshold
 from synth.pmw import LAZY, PMW, UPDATE, run_pmw
 from synth.pmw_plan import PMWPlan, plan_pmw
 from synth.schema import Coded, Schema
-from synth.tables import marginal, marginal_from_dense, scale_query_cells
+from synth.tables import SelectedCells, marginal, marginal_from_dense, scale_query_cells
 from synth.workload import Query, Workload
 
 SECTION = "bench_pmw"
@@ -107,8 +110,13 @@ ERROR_PLANS: tuple[tuple[str, dict], ...] = (
     ),
 )
 
-#: Accountant ledger lengths for the per-charge cost.
-LEDGER_LENGTHS = (0, 100, 1000, 6000)
+#: Accountant ledger lengths for the per-charge cost; the ledger alternates these charges.
+LEDGER_LENGTHS = (1, 1000, 6000)
+LEDGER_CHARGES = (0.02, 0.01)
+#: Consecutive spends timed per sample (on a fresh copy of the ledger), and the budget as a
+#: multiple of the composed total of the longest ledger plus those spends.
+SPENDS_PER_SAMPLE = 100
+LEDGER_BUDGET_FACTOR = 1.25
 
 
 @dataclass(frozen=True)
@@ -241,31 +249,23 @@ def forced_update_plan(schema: Schema, rows: int, delta: float) -> PMWPlan:
 # -- 0. first call ---------------------------------------------------------------------------
 
 
-def kernel_args(w: np.ndarray, schema: Schema, query: Query, factor: float) -> tuple:
-    """The arguments ``scale_query_cells`` passes to the kernel (built the same way)."""
-    constrained = {schema.index(c): a for c, a in zip(query.columns, query.allowed)}
-    last = max(constrained, default=-1)
-    allowed = [constrained.get(j, np.arange(schema.shape[j])) for j in range(last + 1)]
-    counts = np.array([len(a) for a in allowed], dtype=np.int64)
-    offsets = (
-        np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if allowed else np.zeros(0, np.int64)
-    )
-    flat = np.concatenate(allowed).astype(np.int64) if allowed else np.zeros(0, np.int64)
-    run = int(np.prod(schema.shape[last + 1 :], dtype=np.int64))
-    return (w, schema.strides[: last + 1], flat, offsets, counts, run, float(factor))
+def kernel_args(w: np.ndarray, selection: SelectedCells, factor: float) -> tuple:
+    """The kernel's arguments, as a ``SelectedCells`` holds them (its public attributes)."""
+    s = selection
+    return (w, s.strides, s.allowed, s.offsets, s.counts, s.run, float(factor))
 
 
 def bench_first_call() -> FirstCall:
-    """First-call cost of scale_selected through scale_query_cells. Must run first."""
+    """First-call cost of scale_selected through SelectedCells.scale. Must run first."""
     schema = synthetic_schema(3)
     w = np.full(schema.universe_size, 1.0 / schema.universe_size)
-    case = typical_cases(schema)[0]
-    first = timed(lambda: scale_query_cells(w, schema, case.query, FACTOR))
+    selection = SelectedCells(schema, typical_cases(schema)[0].query)
+    first = timed(lambda: selection.scale(w, FACTOR))
     return first_call(
-        "scale_selected (scale_query_cells, 2-way cell, 10^3 cells)",
+        "scale_selected (SelectedCells.scale, 2-way cell, 10^3 cells)",
         first,
         _kernels.scale_selected,
-        kernel_args(w, schema, case.query, FACTOR),
+        kernel_args(w, selection, FACTOR),
     )
 
 
@@ -277,23 +277,39 @@ class Overheads:
     """Medians (seconds per call) at the smallest universe, where fixed costs dominate."""
 
     size: int
-    scale_call: dict[str, float]  # query label -> scale_query_cells
+    scale_call: dict[str, float]  # query label -> one-shot scale_query_cells (set-up included)
+    scale_prebuilt: dict[str, float]  # query label -> SelectedCells.scale, selection prebuilt
     scale_kernel: dict[str, float]  # query label -> the kernel alone, arguments prebuilt
     lazy: dict[str, float]  # piece of a lazy round -> seconds
 
 
+#: Keys of the lazy-round pieces (``Overheads.lazy``) that the report's prose refers to.
+PIECE_ROUND = "`PMW.answer`, a lazy round (3-way cell, marginal cached)"
+PIECE_TEST = "`AboveThreshold.test(error)` alone"
+PIECE_DRAW = "one draw of that test's private noise helper, `test._noise.draw(4)`, alone"
+PIECE_MODEL = "`PMW.model_answer(query)` alone (cached marginal)"
+
+
+def lazy_plan(rows: int, size: int) -> PMWPlan:
+    """The plan of the lazy-round timings: its threshold is above every query's error."""
+    return plan_pmw(1.0, 0.0, rows, size, 10**6, alpha=1.4)
+
+
 def bench_overheads(repeats: int, rows: int, seed: int) -> Overheads:
-    """The fixed costs: scale_query_cells vs its kernel alone; the pieces of a lazy round."""
+    """The fixed costs: scale_query_cells (one-shot), SelectedCells.scale (prebuilt) and the
+    kernel alone; the pieces of a lazy round."""
     schema = synthetic_schema(3)
     size = schema.universe_size
     w = np.full(size, 1.0 / size)
     cases = [typical_cases(schema)[0], all_cells_case(schema)]
     entries = []
     for case in cases:
-        args = kernel_args(w, schema, case.query, FACTOR)[:-1]
+        selection = SelectedCells(schema, case.query)
+        args = kernel_args(w, selection, FACTOR)[:-1]
         entries.append(
             Timed(f"call/{case.label}", toggled(lambda f, q=case.query: scale_query_cells(w, schema, q, f)))
         )
+        entries.append(Timed(f"prebuilt/{case.label}", toggled(lambda f, s=selection: s.scale(w, f))))
         entries.append(
             Timed(f"kernel/{case.label}", toggled(lambda f, a=args: _kernels.scale_selected(*a, f)))
         )
@@ -301,29 +317,31 @@ def bench_overheads(repeats: int, rows: int, seed: int) -> Overheads:
     median = {key: statistics.median(t.seconds) for key, t in times.items()}
 
     codes = synthetic_codes(schema, rows, seed)
-    plan = plan_pmw(1.0, 0.0, rows, size, 10**6, alpha=1.4)
+    plan = lazy_plan(rows, size)
     pmw = PMW(codes, schema, plan, np.random.default_rng(seed))
     query = typical_cases(schema)[1].query
     pmw.answer(query)
     test = AboveThreshold(plan.threshold_count, plan.epsilon_test, 1, np.random.default_rng(seed))
     error = abs(true_count(codes, schema, query) - pmw.model_answer(query))
-    noise_rng = np.random.default_rng(seed + 1)
     pieces = {
-        "`PMW.answer`, a lazy round (3-way cell, marginal cached)": lambda: pmw.answer(query),
-        "`AboveThreshold.test(error)` alone": lambda: test.test(error),
-        "`discrete_laplace_noise(1, eps_test / 4, 1, rng)` alone (the test's noise draw)": lambda: (
-            discrete_laplace_noise(1, plan.epsilon_test / 4, 1, noise_rng)
-        ),
-        "`PMW.model_answer(query)` alone (cached marginal)": lambda: pmw.model_answer(query),
+        PIECE_ROUND: lambda: pmw.answer(query),
+        PIECE_TEST: lambda: test.test(error),
+        PIECE_MODEL: lambda: pmw.model_answer(query),
     }
+    # A private helper, timed only while it exists (the row is left out otherwise).
+    draw = getattr(getattr(test, "_noise", None), "draw", None)
+    if callable(draw):
+        pieces[PIECE_DRAW] = lambda: draw(4)
     times = round_robin([Timed(k, fn) for k, fn in pieces.items()], repeats)
     if pmw.rounds[LAZY] != sum(pmw.rounds.values()) or test.halted:
         raise AssertionError("the lazy-round pieces made an above-threshold test")
     return Overheads(
         size,
         {c.label: median[f"call/{c.label}"] for c in cases},
+        {c.label: median[f"prebuilt/{c.label}"] for c in cases},
         {c.label: median[f"kernel/{c.label}"] for c in cases},
-        {k: statistics.median(t.seconds) for k, t in times.items()},
+        {k: statistics.median(times[k].seconds) for k in (PIECE_ROUND, PIECE_TEST, PIECE_DRAW, PIECE_MODEL)
+         if k in times},
     )
 
 
@@ -340,18 +358,23 @@ class StepRow:
 
 
 def bench_update_step(schema: Schema, repeats: int) -> list[StepRow]:
-    """scale_query_cells vs the NumPy mask update vs a *= b, each query in turn."""
+    """SelectedCells.scale (prebuilt, as PMW calls it) vs the NumPy mask update vs a *= b, each
+    query in turn."""
     size, shape = schema.universe_size, schema.shape
     cases = typical_cases(schema) + [all_cells_case(schema)]
+    selections = {case.label: SelectedCells(schema, case.query) for case in cases}
     w_synth = np.full(size, 1.0 / size)
     w_numpy = w_synth.copy()
+    w_oneshot = w_synth.copy()
     for case in cases:  # check: the same sum before scaling, and (at the end) identical weights
-        a = scale_query_cells(w_synth, schema, case.query, FACTOR)
+        a = selections[case.label].scale(w_synth, FACTOR)
         b = numpy_scale(w_numpy, shape, case, FACTOR)
-        if not math.isclose(a, b, rel_tol=1e-9):
+        c = scale_query_cells(w_oneshot, schema, case.query, FACTOR)
+        if not (math.isclose(a, b, rel_tol=1e-9) and a == c):
             raise AssertionError(f"update step {case.label}, |U|={size:,}: sums before scaling disagree")
-    if not np.array_equal(w_synth, w_numpy):
+    if not (np.array_equal(w_synth, w_numpy) and np.array_equal(w_synth, w_oneshot)):
         raise AssertionError(f"update step, |U|={size:,}: synth and NumPy weights differ")
+    del w_oneshot
     a_arr, b_arr = np.ones(size), np.ones(size)
 
     def bandwidth() -> None:
@@ -361,10 +384,7 @@ def bench_update_step(schema: Schema, repeats: int) -> list[StepRow]:
     entries: list[Timed] = []
     for case in cases:
         entries.append(
-            Timed(
-                f"synth/{case.label}",
-                toggled(lambda f, q=case.query: scale_query_cells(w_synth, schema, q, f)),
-            )
+            Timed(f"synth/{case.label}", toggled(lambda f, s=selections[case.label]: s.scale(w_synth, f)))
         )
         entries.append(
             Timed(f"numpy/{case.label}", toggled(lambda f, c=case: numpy_scale(w_numpy, shape, c, f)))
@@ -390,11 +410,57 @@ def bench_update_step(schema: Schema, repeats: int) -> list[StepRow]:
 # -- 2. update round -------------------------------------------------------------------------
 
 
+class TimedAccountant(Accountant):
+    """An ``Accountant`` that counts its public ``check`` and ``spend`` calls and adds up the
+    time spent inside them (outermost calls only: a ``check`` made by ``spend`` is its own)."""
+
+    def __init__(self, epsilon: float, delta: float = 0.0):
+        super().__init__(epsilon, delta)
+        self.bench_seconds = 0.0
+        self.bench_calls = {"check": 0, "spend": 0}
+        self._bench_inside = False
+
+    def _bench_timed(self, name: str, method: Callable, args: tuple, kwargs: dict):
+        if self._bench_inside:
+            return method(*args, **kwargs)
+        self.bench_calls[name] += 1
+        self._bench_inside = True
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            self.bench_seconds += time.perf_counter() - start
+            self._bench_inside = False
+
+    def check(self, *args, **kwargs):
+        return self._bench_timed("check", super().check, args, kwargs)
+
+    def spend(self, *args, **kwargs):
+        return self._bench_timed("spend", super().spend, args, kwargs)
+
+
+@dataclass(frozen=True)
+class AccountingShare:
+    """The accountant's part of forced update rounds, from one extra instrumented run."""
+
+    updates: int
+    round_s: float  # wall seconds per update of that run
+    accountant_s: float  # seconds per update inside check / spend
+    checks: float  # calls per update
+    spends: float
+    method: str  # the composition spent() reports for the run's ledger
+
+    @property
+    def share(self) -> float:
+        return self.accountant_s / self.round_s
+
+
 @dataclass(frozen=True)
 class RoundRow:
     size: int
-    approx: Comparison  # delta = ERROR_DELTA (zCDP / advanced composition in the accountant)
-    pure: Comparison  # delta = 0 (basic composition)
+    approx: Comparison  # delta = ERROR_DELTA
+    pure: Comparison  # delta = 0
+    accounting: dict[float, AccountingShare]  # delta -> the instrumented run
 
 
 def numpy_update_round(
@@ -456,6 +522,24 @@ def bench_update_round(schema: Schema, codes: np.ndarray, repeats: int, seed: in
         Timed("numpy", numpy_round),
     ]
     times = round_robin(entries, repeats, min_sample_s=0)  # one call (4 updates) per sample
+    accounting = {}
+    for delta, pmw in pmws.items():  # an extra run, outside the medians: time inside the accountant
+        calls = max(1, min(50, int(0.1 / statistics.median(times[f"synth/{delta}"].seconds))))
+        accountant = pmw.accountant = TimedAccountant(pmw.plan.epsilon, pmw.plan.delta)
+        started = time.perf_counter()
+        for _ in range(calls):
+            for case in cases:
+                pmw.answer(case.query)
+        wall = time.perf_counter() - started
+        updates = calls * len(cases)
+        accounting[delta] = AccountingShare(
+            updates,
+            wall / updates,
+            accountant.bench_seconds / updates,
+            accountant.bench_calls["check"] / updates,
+            accountant.bench_calls["spend"] / updates,
+            accountant.spent().method,
+        )
     for pmw in pmws.values():
         if pmw.rounds[UPDATE] != sum(pmw.rounds.values()):
             raise AssertionError(f"forced-update PMW made non-update rounds: {pmw.rounds}")
@@ -464,6 +548,7 @@ def bench_update_round(schema: Schema, codes: np.ndarray, repeats: int, seed: in
         size,
         Comparison.of(case, len(cases), "updates", times[f"synth/{ERROR_DELTA}"], times["numpy"]),
         Comparison.of(case, len(cases), "updates", times["synth/0.0"], times["numpy"]),
+        accounting,
     )
 
 
@@ -475,6 +560,7 @@ class LazyRow:
     size: int
     lazy: Comparison  # one call = 4 answers
     cold: Comparison  # one marginal_from_dense of a 3-way subset vs NumPy reshape + sum
+    threshold: float  # the plan's threshold T, a fraction of n
 
 
 def numpy_marginal(x: np.ndarray, shape: tuple[int, ...], positions: Sequence[int]) -> np.ndarray:
@@ -523,12 +609,12 @@ def bench_lazy(schema: Schema, codes: np.ndarray, repeats: int, seed: int) -> La
         repeats,
     )
     cold = Comparison.of(f"|U| = {size:,}", size, "cells", times["synth"], times["numpy"])
-    return LazyRow(size, lazy, cold)
+    return LazyRow(size, lazy, cold, plan.threshold)
 
 
 def lazy_pmw(schema: Schema, codes: np.ndarray, seed: int) -> tuple[PMW, list[Query]]:
     """A PMW whose rounds are all lazy, its 4 typical queries' marginals cached."""
-    plan = plan_pmw(1.0, 0.0, len(codes), schema.universe_size, 10**6, alpha=1.4)
+    plan = lazy_plan(len(codes), schema.universe_size)
     pmw = PMW(codes, schema, plan, np.random.default_rng(seed))
     queries = [c.query for c in typical_cases(schema)]
     for query in queries:
@@ -566,27 +652,67 @@ def bench_lazy_interleaved(
 @dataclass(frozen=True)
 class LedgerRow:
     delta: float
-    length: int
-    check_s: float
+    budget: float  # the accountant's epsilon budget
+    spend_s: dict[int, float]  # ledger length -> median seconds per spend (the next SPENDS_PER_SAMPLE)
+    spent_s: dict[int, float]  # ledger length -> median seconds of one spent()
+    methods: dict[int, str]  # ledger length -> the composition spent() reports
+    fill_s: float  # seconds to build the longest ledger one spend at a time, from empty
+    slowest_s: float  # the slowest single spend of that build
+    slowest_at: int  # the ledger length that spend produced
+
+
+def ledger_charge(index: int) -> float:
+    return LEDGER_CHARGES[index % len(LEDGER_CHARGES)]
 
 
 def bench_accounting(repeats: int) -> list[LedgerRow]:
-    """Seconds of one Accountant.check (one composition of the ledger) per ledger length."""
+    """Accountant.spend per charge at several ledger lengths, and spent(), per delta."""
+    longest = max(LEDGER_LENGTHS)
     rows = []
     for delta in (0.0, ERROR_DELTA):
-        accountants = {}
-        for length in LEDGER_LENGTHS:
-            accountant = Accountant(1e6, delta)
-            # PMW's pattern, a test and a measurement charge per epoch, put straight into the ledger:
-            # spending them one by one would compose the growing ledger each time (quadratic).
-            accountant._charges.extend(
-                Charge("above_threshold", 0.02) if i % 2 == 0 else Charge("discrete_laplace", 0.01)
-                for i in range(length)
+        planned = [Charge("ledger", ledger_charge(i)) for i in range(longest + SPENDS_PER_SAMPLE)]
+        budget = LEDGER_BUDGET_FACTOR * compose(planned, delta).epsilon
+        accountant = Accountant(budget, delta)
+        snapshots: dict[int, Accountant] = {}
+        each = []
+        for i in range(longest):  # the real path: every charge spent, so checked, one by one
+            started = time.perf_counter()
+            accountant.spend(ledger_charge(i), mechanism="ledger")
+            each.append(time.perf_counter() - started)
+            if i + 1 in LEDGER_LENGTHS:
+                snapshots[i + 1] = copy.deepcopy(accountant)
+        slowest = int(np.argmax(each))
+        current: dict[int, Accountant] = {}
+
+        def fresh(n: int) -> None:  # outside the timing: a copy of the ledger of n charges
+            current[n] = copy.deepcopy(snapshots[n])
+
+        def spends(n: int) -> None:
+            accountant = current[n]
+            for i in range(n, n + SPENDS_PER_SAMPLE):
+                accountant.spend(ledger_charge(i), mechanism="ledger")
+
+        spend_times = round_robin(
+            [Timed(str(n), lambda n=n: spends(n), setup=lambda n=n: fresh(n)) for n in LEDGER_LENGTHS],
+            repeats,
+            min_sample_s=0,  # one call (SPENDS_PER_SAMPLE spends) per sample, each on a fresh copy
+        )
+        spent_times = round_robin([Timed(str(n), snapshots[n].spent) for n in LEDGER_LENGTHS], repeats)
+        rows.append(
+            LedgerRow(
+                delta,
+                budget,
+                {
+                    n: statistics.median(spend_times[str(n)].seconds) / SPENDS_PER_SAMPLE
+                    for n in LEDGER_LENGTHS
+                },
+                {n: statistics.median(spent_times[str(n)].seconds) for n in LEDGER_LENGTHS},
+                {n: snapshots[n].spent().method for n in LEDGER_LENGTHS},
+                sum(each),
+                each[slowest],
+                slowest + 1,
             )
-            accountants[length] = accountant
-        entries = [Timed(str(n), lambda a=accountants[n]: a.check(0.01)) for n in LEDGER_LENGTHS]
-        times = round_robin(entries, repeats)
-        rows += [LedgerRow(delta, n, statistics.median(times[str(n)].seconds)) for n in LEDGER_LENGTHS]
+        )
     return rows
 
 
@@ -635,7 +761,7 @@ def bench_memory(schema: Schema, codes: np.ndarray, seed: int) -> list[MemoryRow
         MemoryRow(size, "run_pmw, then run.pmw.distribution() (a normalized copy)", peak_dist, used),
         MemoryRow(
             size,
-            "run_pmw(monitor=True) (the KL monitor builds the dense histogram)",
+            "run_pmw(monitor=True) (with the KL monitor of the dense true histogram)",
             peak_monitor,
             used_monitor,
         ),
@@ -660,6 +786,9 @@ class ErrorRow:
     released_max: float
     final_l1: float
     run_s: float
+    rows: int  # n
+    failure_bound: float  # the plan's
+    plan_s: float  # plan_pmw alone, the same plan as the runs' (nan if it could not be matched)
 
 
 def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
@@ -709,6 +838,9 @@ def bench_error(
                     )
                 plan = per_seed[0][-1]
                 med = [statistics.median(x[i] for x in per_seed) for i in range(6)]
+                started = time.perf_counter()
+                alone = plan_pmw(eps, ERROR_DELTA, n, sub.universe_size, len(workload), **options)
+                plan_s = time.perf_counter() - started if alone == plan else math.nan
                 rows_out.append(
                     ErrorRow(
                         f"{label}",
@@ -719,6 +851,9 @@ def bench_error(
                         plan.alpha,
                         plan.updates,
                         *med,
+                        n,
+                        plan.failure_bound,
+                        plan_s,
                     )
                 )
     return rows_out, uniform
@@ -837,18 +972,13 @@ def lazy_table(rows: Sequence[LazyRow], interleaved: dict[int, Samples]) -> str:
     return markdown_table(columns, body)
 
 
-def ledger_fit(rows: Sequence[LedgerRow], delta: float) -> tuple[float, float]:
-    """Least-squares (intercept, slope) of check seconds against ledger length."""
-    points = [(r.length, r.check_s) for r in rows if r.delta == delta]
-    slope, intercept = np.polyfit([p[0] for p in points], [p[1] for p in points], 1)
-    return max(float(intercept), points[0][1]), float(slope)
-
-
 def overhead_lines(o: Overheads) -> str:
     return "\n".join(
-        f"- {label}: `scale_query_cells` {fine(o.scale_call[label])}, the kernel alone "
-        f"{fine(o.scale_kernel[label])}: {fine(o.scale_call[label] - o.scale_kernel[label])} of argument "
-        "building in Python per call"
+        f"- {label}: one-shot `scale_query_cells` {fine(o.scale_call[label])}, prebuilt "
+        f"`SelectedCells.scale` {fine(o.scale_prebuilt[label])}, the kernel alone "
+        f"{fine(o.scale_kernel[label])}: {fine(o.scale_call[label] - o.scale_prebuilt[label])} of set-up "
+        f"per one-shot call, {fine(o.scale_prebuilt[label] - o.scale_kernel[label])} in the Python method "
+        "around the kernel"
         for label in o.scale_call
     )
 
@@ -860,29 +990,67 @@ def lazy_pieces_table(o: Overheads) -> str:
 
 
 def accounting_table(rows: Sequence[LedgerRow]) -> str:
-    lengths = sorted({r.length for r in rows})
+    lengths = sorted({n for r in rows for n in r.spend_s})
+    longest = lengths[-1]
     columns = (
-        [("delta", "---:")]
-        + [(f"ledger of {n:,} charges", "---:") for n in lengths]
-        + [("fit: fixed + per charge", "---:")]
+        [("delta", "---:"), ("budget epsilon", "---:")]
+        + [(f"`spend` per charge, ledger of {n:,}", "---:") for n in lengths]
+        + [
+            (f"building the {longest:,}-charge ledger one `spend` at a time", "---:"),
+            ("slowest single `spend` of that build (ledger length after it)", "---:"),
+        ]
+        + [(f"`spent()`, ledger of {n:,} (method)", "---:") for n in lengths]
     )
-    body = []
-    for delta in (0.0, ERROR_DELTA):
-        cells = {r.length: r.check_s for r in rows if r.delta == delta}
-        fixed, slope = ledger_fit(rows, delta)
-        body.append(
-            [f"{delta:g}"]
-            + [duration(cells[n]) for n in lengths]
-            + [f"{duration(fixed)} + {slope * 1e6:.2f} us x charges"]
-        )
+    body = [
+        [f"{r.delta:g}", f"{r.budget:.4g}"]
+        + [fine(r.spend_s[n]) for n in lengths]
+        + [duration(r.fill_s), f"{fine(r.slowest_s)} ({r.slowest_at:,})"]
+        + [f"{fine(r.spent_s[n])} ({r.methods[n]})" for n in lengths]
+        for r in rows
+    ]
     return markdown_table(columns, body)
 
 
-def accounting_projection(rows: Sequence[LedgerRow], updates: int) -> float:
-    """Seconds of accounting in a run of ``updates`` update epochs: 4 compositions per epoch,
-    of a ledger that grows by 2 charges per epoch."""
-    fixed, slope = ledger_fit(rows, ERROR_DELTA)
-    return sum(4 * fixed + slope * (4 * 2 * i + 6) for i in range(updates))
+def accountant_lines(rounds: Sequence[RoundRow]) -> str:
+    """Per size: the accountant's time per update in the instrumented run, per delta."""
+    deltas = (ERROR_DELTA, 0.0)
+    return "\n".join(
+        f"- {size_text(r.size)}: "
+        + "; ".join(
+            f"delta = {d:g}: {fine(a.accountant_s)} of {duration(a.round_s)} per update ({a.share:.0%}; "
+            f"{a.checks:g} `check` + {a.spends:g} `spend` calls per update; `spent()` of the ledger: "
+            f"{a.method} composition)"
+            for d in deltas
+            for a in [r.accounting[d]]
+        )
+        for r in rounds
+    )
+
+
+def failure_range(rows: Sequence[ErrorRow]) -> str:
+    bounds = [r.failure_bound for r in rows]
+    if not bounds:
+        return "none"
+    low, high = min(bounds), max(bounds)
+    return f"{low:.3g}" if low == high else f"{low:.3g} to {high:.3g}"
+
+
+def plan_note(errors: Sequence[ErrorRow]) -> str:
+    """``plan_pmw``'s own time per row group, where it was matched to the runs' plan."""
+    parts = []
+    for label, _ in ADULT_SETS:
+        for plan_label, _ in ERROR_PLANS:
+            rows = [r for r in errors if r.columns == label and r.plan == plan_label]
+            if not rows:
+                continue
+            times = ", ".join(
+                f"eps {r.epsilon:g}: {duration(r.plan_s)} of {duration(r.run_s)}"
+                if math.isfinite(r.plan_s)
+                else f"eps {r.epsilon:g} (not matched)"
+                for r in rows
+            )
+            parts.append(f"{label}, {plan_label.split(':')[0].split(' (')[0]}: {times}")
+    return "; ".join(parts)
 
 
 def memory_table(rows: Sequence[MemoryRow]) -> str:
@@ -985,32 +1153,35 @@ def targets_note(
             f"- Every typical query's update pass is within {UPDATE_TARGET:g}x of `a *= b` at every size."
         )
     small = min(full, key=lambda r: r.size)
-    setup_s = max(overheads.scale_call[k] - overheads.scale_kernel[k] for k in overheads.scale_call)
+    full_label = small.case
+    from_size = 10**5
+    large_full = [r for r in full if r.size >= from_size]
+    last_range = [r for r in typical if r.case.endswith("half of c_last") and r.size >= from_size]
     lines.append(
-        "- Why (no change made here; library code): (1) at small universes the fixed cost of a call "
-        "dominates: "
-        f"`scale_query_cells` spends {fine(setup_s)}"
-        " building the kernel's arguments in Python (allowed-code lists, `np.concatenate`, `np.cumsum`, "
-        f"`schema.strides` recomputed) against {fine(small.vs_bandwidth.base_s)} for `a *= b` on "
-        f"{small.size:,} cells; (2) the kernel's running sum `before += value` is one serial chain of float "
-        "adds "
-        "(no fastmath, so no reassociation or SIMD), which holds the full pass at "
-        + ", ".join(f"{per_cell(r.vs_numpy.synth_s, r.selected)}" for r in full if r.size >= 10**5)
-        + " ns per cell from |U| = 10^5 up, while `a *= b` takes "
-        + ", ".join(f"{per_cell(r.vs_bandwidth.base_s, r.size)}" for r in full if r.size >= 10**5)
-        + " ns per cell (cache speed while the arrays fit in cache); several independent partial sums (as "
-        "`_kernels.tables._block_sum` does) would keep the result deterministic and remove that limit; (3) "
-        "a query "
-        "that constrains the last column has contiguous runs of 1 cell, so the kernel runs its odometer "
-        "carry loop "
-        "per selected cell: "
-        + ", ".join(
-            f"{size_text(r.size)} {r.vs_numpy.synth_s / r.selected * 1e9:.2f} ns/cell"
-            for r in typical
-            if r.case.endswith("half of c_last") and r.size >= 10**5
+        "- Where the update pass's time goes (this run's figures): (1) fixed cost per call: at |U| = "
+        f"{size_text(overheads.size)} the prebuilt `SelectedCells.scale` takes "
+        f"{fine(overheads.scale_prebuilt[full_label])} on the full pass, of which the kernel alone "
+        f"{fine(overheads.scale_kernel[full_label])}, against {fine(small.vs_bandwidth.base_s)} for "
+        f"`a *= b` on {small.size:,} cells (the one-shot `scale_query_cells` adds "
+        f"{fine(overheads.scale_call[full_label] - overheads.scale_prebuilt[full_label])} of set-up)"
+        + (
+            "; (2) per cell, from |U| = "
+            f"{size_text(from_size)} up, the full pass takes "
+            + ", ".join(per_cell(r.vs_numpy.synth_s, r.selected) for r in large_full)
+            + " ns against `a *= b`'s "
+            + ", ".join(per_cell(r.vs_bandwidth.base_s, r.size) for r in large_full)
+            + " ns"
+            if large_full
+            else ""
         )
-        + " for the half-range on c_last, against the full pass's "
-        + ", ".join(f"{r.vs_numpy.synth_s / r.selected * 1e9:.2f}" for r in full if r.size >= 10**5)
+        + (
+            "; (3) the half-range on c_last, whose selected cells are runs of one contiguous cell in the "
+            "row-major layout, takes "
+            + ", ".join(f"{size_text(r.size)} {per_cell(r.vs_numpy.synth_s, r.selected)}" for r in last_range)
+            + " ns per selected cell"
+            if last_range
+            else ""
+        )
         + "."
     )
     sizes = sorted(interleaved)
@@ -1018,6 +1189,11 @@ def targets_note(
     best = [min(interleaved[n].seconds) / 4 for n in sizes]
     spread, best_spread = max(per_answer) / min(per_answer), max(best) / min(best)
     separate = [r.lazy.synth_s / r.lazy.work for r in lazy]
+    pieces = overheads.lazy
+    round_s = pieces[PIECE_ROUND]
+    draw_text = (
+        f" (one draw of its private noise helper {fine(pieces[PIECE_DRAW])})" if PIECE_DRAW in pieces else ""
+    )
     lines.append(
         f"- Lazy round independent of the universe size (slowest / fastest median over "
         f"{size_text(sizes[0])} to {size_text(sizes[-1])}, all sizes sampled in turn in one run, <= "
@@ -1025,11 +1201,10 @@ def targets_note(
         f"{best_spread:.2f}x: "
         + ", ".join(f"{size_text(n)} {fine(t)}" for n, t in zip(sizes, per_answer))
         + f"). Measured size by size, next to the NumPy round: {max(separate) / min(separate):.2f}x. "
-        "The NumPy lazy "
-        "round grows with |U| (it reads the whole distribution); synth's is a cached-marginal lookup plus "
-        "the exact "
-        "AboveThreshold test, whose noise draw and Fraction comparison are most of its time (see the "
-        "pieces above)."
+        "The NumPy lazy round grows with |U| (it reads the whole distribution). Of synth's lazy round "
+        f"at |U| = {size_text(overheads.size)} ({fine(round_s)}, the pieces above), `AboveThreshold.test` "
+        f"alone takes {fine(pieces[PIECE_TEST])} ({pieces[PIECE_TEST] / round_s:.0%}){draw_text} and "
+        f"`PMW.model_answer` {fine(pieces[PIECE_MODEL])} ({pieces[PIECE_MODEL] / round_s:.0%})."
     )
     judged = [r for r in memory if r.size >= MEMORY_JUDGED_FROM and "monitor" not in r.case]
     if judged:
@@ -1046,13 +1221,17 @@ def targets_note(
         lines.append(
             "- Not a target: with `monitor=True` the peak is "
             + ", ".join(f"{r.arrays:.2f}" for r in monitor)
-            + " arrays (the NON-PRIVATE KL monitor's dense int64 histogram and its float64 copy)."
+            + " arrays (the NON-PRIVATE KL monitor is built from the dense true histogram)."
         )
-    biggest = rounds[-1]
-    fixed, slope = ledger_fit(ledger, ERROR_DELTA)
+    biggest, smallest = rounds[-1], rounds[0]
     theory_l = max((r.updates_allowed for r in errors if r.plan.startswith("theory")), default=0)
     faster = [size_text(r.size) for r in rounds if r.approx.ratio >= 1]
     faster_pure = [size_text(r.size) for r in rounds if r.pure.ratio >= 1]
+    share = smallest.accounting[ERROR_DELTA]
+    per_update = statistics.median(r.accounting[ERROR_DELTA].accountant_s for r in rounds)
+    smallest_steps = [r for r in typical if r.size == smallest.size]
+    approx_ledger = next((r for r in ledger if r.delta == ERROR_DELTA), None)
+    lengths = sorted(approx_ledger.spend_s) if approx_ledger else []
     lines.append(
         f"- Update rounds (no target): at |U| = {size_text(biggest.size)} synth takes "
         f"{duration(biggest.approx.synth_s / biggest.approx.work)} per update with delta = {ERROR_DELTA:g} "
@@ -1061,17 +1240,29 @@ def targets_note(
         f"{biggest.approx.ratio:.2f}x). "
         f"Synth is faster than NumPy from |U| = {faster[0] if faster else '(none in this run)'} with delta = "
         f"{ERROR_DELTA:g}, from |U| = {faster_pure[0] if faster_pure else '(none in this run)'} with delta "
-        "= 0. Below "
-        f"that the round is dominated by accounting: an update epoch composes the whole ledger 4 times "
-        "(AboveThreshold's check and first charge, discrete_laplace's check and charge), and with delta > "
-        "0 each "
-        f"composition costs {duration(fixed)} (the zCDP conversion, a bisection over scipy minimize_scalar "
-        "calls) plus "
-        f"{slope * 1e6:.2f} us per charge already in the ledger (exact Fraction sums)."
+        f"= 0. At |U| = {size_text(smallest.size)} an update takes "
+        f"{duration(smallest.approx.synth_s / smallest.approx.work)} (delta = {ERROR_DELTA:g}); in the "
+        f"instrumented run {fine(share.accountant_s)} of {duration(share.round_s)} per update "
+        f"({share.share:.0%}) was spent inside the accountant, and the update pass itself takes "
         + (
-            f" A run that used all L = {theory_l:,} updates of the largest theoretical plan above would "
-            "spend about "
-            f"{accounting_projection(ledger, theory_l):,.0f} s in accounting alone."
+            f"{fine(min(r.vs_numpy.synth_s for r in smallest_steps))} to "
+            f"{fine(max(r.vs_numpy.synth_s for r in smallest_steps))} at that size (section 1)"
+            if smallest_steps
+            else "(not measured)"
+        )
+        + "."
+        + (
+            f" At the median {fine(per_update)} per update inside the accountant (over the sizes above), "
+            f"a run that used all L = {theory_l:,} updates of the largest theoretical plan above would spend "
+            f"about {theory_l * per_update:.2g} s in it"
+            + (
+                f"; section 4's `spend` costs {fine(approx_ledger.spend_s[lengths[-1]])} per charge on a "
+                f"{lengths[-1]:,}-charge ledger against {fine(approx_ledger.spend_s[lengths[0]])} on a "
+                f"{lengths[0]:,}-charge one (delta = {ERROR_DELTA:g})"
+                if approx_ledger
+                else ""
+            )
+            + "."
             if theory_l
             else ""
         )
@@ -1115,43 +1306,40 @@ def render(
             "cell on the "
             "first and last columns, a 3-way cell on the first, middle (`c_mid` = c{k//2}) and last, and "
             "1-way ranges "
-            "selecting half the codes of the middle or of the last column. The row-major layout matters "
-            "for the update "
-            "kernel: cells that differ only in columns after the query's last constrained column are "
-            "contiguous runs, "
-            "so a query on `c_last` (runs of one cell) is its worst case and one on leading columns its "
-            "best.",
+            "selecting half the codes of the middle or of the last column. In the row-major layout, cells "
+            "that differ only in columns after the query's last constrained column are contiguous runs: a "
+            "query on `c_last` selects runs of one cell, one on leading columns long runs (compare their ns "
+            "per selected cell in section 1).",
             "",
             "## First call (JIT)",
             "",
-            "First call of `scale_query_cells` on a small input (a Numba cache load when the on-disk cache "
-            "is valid, "
-            "else a compile), and a from-scratch compile of the kernel with caching off. Not in any figure "
-            "below.",
+            "First call of `SelectedCells.scale` on a small input (a Numba cache load when the on-disk "
+            "cache is valid, else a compile), and a from-scratch compile of the kernel with caching off. Not "
+            "in any figure below.",
             "",
             first_call_table([call]),
             "",
-            "## 1. Update step: `scale_query_cells` vs NumPy",
+            "## 1. Update step: `SelectedCells.scale` vs NumPy",
             "",
-            "synth: `scale_query_cells(w, schema, query, factor)` (Numba; visits only the selected cells, "
-            "in place, "
-            "returns their sum before scaling). NumPy mask: one boolean mask per constrained column "
+            "synth: `sel.scale(w, factor)` with `sel = SelectedCells(schema, query)` built once before the "
+            "timing, as PMW does (it keeps one per query); a Numba kernel that scales the selected cells in "
+            "place and returns their sum before scaling. NumPy mask: one boolean mask per constrained column "
             "broadcast into a "
             "universe-sized mask, then `sel = w[mask]; before = sel.sum(); w[mask] = sel * factor`. "
             "Bandwidth: `a *= b` "
             "on two float64 arrays of |U| cells (GB/s counts 24 bytes per cell: two reads and a write); "
             "one shared "
             "sample per repeat. Factors alternate exp(0.01) and its inverse. Checked: same sum and same "
-            "weights as "
-            "NumPy. **synth / `a *= b` time** compares the query's update pass with one bandwidth pass "
-            "over the whole "
+            "weights as NumPy and as the one-shot `scale_query_cells`. **synth / `a *= b` time** compares "
+            "the query's update pass with one bandwidth pass over the whole "
             "universe (the target); the last-but-one column is synth's time per *selected* cell.",
             "",
             step_table(steps),
             "",
-            f"Fixed cost per call, at |U| = {size_text(overheads.size)} (the kernel called with the "
-            "arguments "
-            "`scale_query_cells` builds, prebuilt):",
+            f"Fixed cost per call, at |U| = {size_text(overheads.size)}: the one-shot "
+            "`scale_query_cells(w, schema, query, factor)` (set-up included, every call), the prebuilt "
+            "`SelectedCells.scale` of the table above, and the kernel called directly with the selection's "
+            "arguments:",
             "",
             overhead_lines(overheads),
             "",
@@ -1165,7 +1353,7 @@ def render(
             "`marginal_from_dense`, the "
             "previous update cleared the cache), the AboveThreshold test, the discrete Laplace "
             "measurement, the "
-            "accountant's checks and charges, and `scale_query_cells`; one sample is the 4 typical queries "
+            "accountant's checks and charges, and the update pass; one sample is the 4 typical queries "
             "in turn, "
             "and the accountant's ledger is emptied before each sample (outside the timing; section 4 "
             "gives the cost "
@@ -1174,11 +1362,19 @@ def render(
             "",
             round_table(rounds),
             "",
+            "Time inside the accountant: after the timed samples, one more run of these rounds (the 4 "
+            "queries repeated for about 0.1 s, at least once and at most 50 times) with a fresh accountant "
+            "(the same budget) whose `check` and `spend` count their calls and time themselves (outermost "
+            "calls only; not in the medians above):",
+            "",
+            accountant_lines(rounds),
+            "",
             "## 3. Lazy rounds, and the first evaluation of a subset",
             "",
             "synth: `PMW.answer` on the 4 typical queries in turn, their marginals cached (a PMW from "
-            "`plan_pmw(1, 0, n, |U|, 10^6, alpha=1.4)`: a threshold of 0.93 n, so every round is lazy; "
-            "checked). "
+            "`plan_pmw(1, 0, n, |U|, 10^6, alpha=1.4)`: a threshold of "
+            + "/".join(sorted({f"{r.threshold:.2f}" for r in lazy}))
+            + " n, so every round is lazy; checked). "
             "NumPy: `n * (D * mask).sum()` on the full distribution with the query's universe-sized mask "
             "precomputed "
             "(NumPy's best case), then the noisy comparison with `rng.laplace` noise. First evaluation: "
@@ -1200,16 +1396,19 @@ def render(
             "",
             lazy_pieces_table(overheads),
             "",
-            "## 4. Accounting cost per composition",
+            "## 4. Accounting cost per charge",
             "",
-            "One `Accountant.check(0.01)` (it composes the whole ledger plus the new charge) on a ledger "
-            "of alternating "
-            "0.02 / 0.01 charges (put into the private `_charges` list directly: spending them one by one "
-            "would itself "
-            "compose the growing ledger each time). Every PMW update epoch composes 4 times "
-            "(AboveThreshold's construction and first "
-            "charge, `discrete_laplace`'s check and charge); lazy rounds after an epoch's first test "
-            "compose nothing.",
+            "A ledger of alternating "
+            + " / ".join(f"{c:g}" for c in LEDGER_CHARGES)
+            + " charges is built from empty with `Accountant.spend` (each charge checked against the "
+            "budget, then recorded), one charge at a time (the build's total and its slowest single spend "
+            f"are reported). `spend` per charge: the mean of {SPENDS_PER_SAMPLE} further spends on a fresh "
+            "copy of the ledger of that length, median over the samples. `spent()` (the total of the "
+            "whole ledger by the tightest composition, a one-off call for a report) on the ledger of that "
+            "length, with the composition it chose. The budget is "
+            f"{LEDGER_BUDGET_FACTOR:g}x the composed total (`compose`) of the longest ledger plus those "
+            f"spends (that total is {1 / LEDGER_BUDGET_FACTOR:.0%} of the budget). No target. Section 2 "
+            "counts the calls a PMW update makes.",
             "",
             accounting_table(ledger),
             "",
@@ -1231,7 +1430,9 @@ def render(
             "",
             f"`run_pmw(codes, schema, W, eps, {ERROR_DELTA:g}, rows=n, rng=seed)` with W all 3-way "
             "marginals (cell queries) "
-            f"of the column subset, n = 48,842 public; medians over seeds {seeds}. L1 per marginal: "
+            "of the column subset, n = "
+            + "/".join(sorted({f"{r.rows:,}" for r in errors}))
+            + f" public; medians over seeds {seeds}. L1 per marginal: "
             "sum over the marginal's cells of |answer - true| / n (normalized tables), averaged over the "
             "marginals; "
             "released = the answers PMW released in the stream (after a halt: from the final model, no "
@@ -1244,12 +1445,18 @@ def render(
             f"**TUNED rows** fix alpha = {TUNED_ALPHA:g} and L = {TUNED_UPDATES} (`run_pmw(..., "
             f"alpha={TUNED_ALPHA:g}, "
             f"updates={TUNED_UPDATES})`): their alpha is a user choice, not a guarantee at this eps (the "
-            "failure bound "
-            "of such a plan is typically 1), shown so readers see what tuning does. Columns: "
+            "plans' failure bounds in this run: "
+            + failure_range([r for r in errors if r.plan.startswith("TUNED")])
+            + "), shown so readers see what tuning does. Columns: "
             + "; ".join(f"{k}: {', '.join(v)}" for k, v in ADULT_SETS)
             + ".",
             "",
             error_table(errors),
+            "",
+            "Of each run time above, `plan_pmw` alone (called with the same arguments once per row, its "
+            "plan checked equal to the runs'): "
+            + plan_note(errors)
+            + ".",
             "",
             targets_note(overheads, steps, lazy, interleaved, memory, rounds, ledger, errors),
             "",

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from .composition import advanced_epsilon, zcdp_epsilon
+from .composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 from .errors import SynthError
 from .validation import check_delta, check_epsilon, check_positive_int, check_real
 
@@ -228,11 +228,7 @@ class Accountant:
         """The largest rho (less a 1e-6 safety share) whose zCDP total stays within ``target``."""
         key = (target, slack)
         if key not in self._rho_limits:
-            low, high = 0.0, target
-            for _ in range(60):
-                middle = (low + high) / 2
-                low, high = (middle, high) if zcdp_epsilon(middle, slack) * (1 + _MARGIN) <= target else (low, middle)
-            self._rho_limits[key] = low * (1 - 1e-6)
+            self._rho_limits[key] = zcdp_rho_limit(target / (1 + _MARGIN), slack) * (1 - 1e-6)
         return self._rho_limits[key]
 
     def spend(

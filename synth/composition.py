@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from scipy.optimize import minimize_scalar
 
-__all__ = ["advanced_epsilon", "zcdp_delta", "zcdp_epsilon", "zcdp_epsilon_standard"]
+__all__ = ["advanced_epsilon", "zcdp_delta", "zcdp_epsilon", "zcdp_epsilon_standard", "zcdp_rho_limit"]
 
 
 def advanced_epsilon(epsilons: Sequence[float], delta_prime: float) -> float:
@@ -68,3 +68,17 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
         else:
             low = middle
     return high
+
+
+def zcdp_rho_limit(epsilon: float, delta: float) -> float:
+    """The largest rho (to 1e-15 relative, rounded down) with rho-zCDP => (epsilon, delta)-DP.
+
+    One bisection on ``zcdp_delta`` (monotone in rho), not a bisection over ``zcdp_epsilon``.
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta ({delta!r}) must be in (0, 1)")
+    low, high = 0.0, epsilon
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if zcdp_delta(middle, epsilon) <= delta else (low, middle)
+    return low

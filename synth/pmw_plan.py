@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from .accounting import Charge, compose
-from .composition import zcdp_epsilon
+from .composition import zcdp_rho_limit
 from .errors import SynthError
 from .validation import check_delta, check_epsilon, check_positive_int, check_probability, check_real
 
@@ -131,18 +131,6 @@ def _epoch_charges(epsilon_test: float, epsilon_measure: float, updates: int, ep
     return ([Charge("row count", epsilon_count)] if epsilon_count else []) + charges
 
 
-def _largest_rho(epsilon: float, delta: float) -> float:
-    """The largest rho whose zCDP conversion at delta stays within epsilon."""
-    low, high = 0.0, epsilon
-    for _ in range(60):
-        middle = (low + high) / 2
-        if zcdp_epsilon(middle, delta) <= epsilon:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
 def _per_epoch(epsilon: float, delta: float, updates: int, split: float, epsilon_count: float,
                rho_max: float | None) -> tuple[float, str]:
     """The largest per-epoch epsilon (test + measure) for ``updates`` epochs, and the theorem."""
@@ -206,7 +194,7 @@ def plan_pmw(
         updates = check_positive_int(updates, "updates")
     if not 0 <= epsilon_count < epsilon:
         raise PlanError(f"the row-count epsilon ({epsilon_count!r}) must be in [0, epsilon={epsilon:g})")
-    rho_max = _largest_rho(epsilon, delta) if delta > 0 else None
+    rho_max = zcdp_rho_limit(epsilon, delta) if delta > 0 else None
 
     def evaluate(threshold: float) -> tuple[float, int, float, float, str]:
         n_updates = updates or math.ceil(16 * math.log(universe_size) / threshold**2)

@@ -31,3 +31,12 @@ def test_known_conversion_value():
     # rho = 0.5, delta = 1e-6: the standard bound is 5.7565; the tight one is smaller
     assert zcdp_epsilon_standard(0.5, 1e-6) == pytest.approx(5.756521769756932)
     assert 5.0 < zcdp_epsilon(0.5, 1e-6) < 5.3
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-6), (0.3, 1e-9), (5.0, 1e-3)])
+def test_rho_limit_inverts_the_conversion(epsilon, delta):
+    from synth.composition import zcdp_rho_limit
+
+    rho = zcdp_rho_limit(epsilon, delta)
+    assert zcdp_epsilon(rho, delta) <= epsilon * (1 + 1e-9)
+    assert zcdp_epsilon(rho * 1.001, delta) > epsilon
