@@ -252,7 +252,7 @@ def forced_update_plan(schema: Schema, rows: int, delta: float) -> PMWPlan:
 def kernel_args(w: np.ndarray, selection: SelectedCells, factor: float) -> tuple:
     """The kernel's arguments, as a ``SelectedCells`` holds them (its public attributes)."""
     s = selection
-    return (w, s.strides, s.allowed, s.offsets, s.counts, s.run, float(factor))
+    return (w, s.start, s.strides, s.allowed, s.offsets, s.counts, s.run, float(factor))
 
 
 def bench_first_call() -> FirstCall:

@@ -131,22 +131,32 @@ class SelectedCells:
     """The kernel arguments that select a query's cells in a dense table (build once, reuse)."""
 
     def __init__(self, schema: Schema, query):
-        constrained = {schema.index(c): a for c, a in zip(query.columns, query.allowed)}
+        constrained = {schema.index(c): np.asarray(a, dtype=np.int64) for c, a in zip(query.columns, query.allowed)}
         last = max(constrained, default=-1)
-        allowed = [np.asarray(constrained.get(j, np.arange(schema.shape[j])), dtype=np.int64) for j in range(last + 1)]
+        strides = schema.strides
         self.universe_size = schema.universe_size
+        self.run = int(np.prod(schema.shape[last + 1:], dtype=np.int64))
+        self.start = 0
+        if last >= 0 and _is_range(constrained[last]):  # its codes join the contiguous run
+            self.start = int(constrained[last][0] * strides[last])
+            self.run *= len(constrained[last])
+            last -= 1  # any free axes before it are walked by the odometer, every code
+        allowed = [constrained.get(j, np.arange(schema.shape[j], dtype=np.int64)) for j in range(last + 1)]
         self.counts = np.array([len(a) for a in allowed], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)[: len(allowed)]
         self.allowed = np.concatenate(allowed) if allowed else np.zeros(0, np.int64)
-        self.strides = np.ascontiguousarray(schema.strides[: last + 1])
-        self.run = int(np.prod(schema.shape[last + 1:], dtype=np.int64))
+        self.strides = np.ascontiguousarray(strides[: last + 1])
 
     def scale(self, w: np.ndarray, factor: float) -> float:
         """Multiply the selected cells of ``w`` by ``factor``; return their sum before."""
         if w.ndim != 1 or w.size != self.universe_size or w.dtype != np.float64 or not w.flags.c_contiguous:
             raise ValueError(f"w must be a contiguous flat float64 array of {self.universe_size} cells")
-        return float(_kernels.scale_selected(w, self.strides, self.allowed, self.offsets, self.counts, self.run,
-                                             float(factor)))
+        return float(_kernels.scale_selected(w, self.start, self.strides, self.allowed, self.offsets, self.counts,
+                                             self.run, float(factor)))
+
+
+def _is_range(codes: np.ndarray) -> bool:
+    return len(codes) > 0 and int(codes[-1]) - int(codes[0]) == len(codes) - 1
 
 
 def scale_query_cells(w: np.ndarray, schema: Schema, query, factor: float) -> float:

@@ -132,15 +132,16 @@ def test_scale_query_cells_checks_the_table():
         scale_query_cells(np.ones(3, dtype=np.float32), schema, Query((), ()), 2.0)
 
 
-@pytest.mark.parametrize("positions", [[], [0], [1], [0, 1]])
+@pytest.mark.parametrize("positions", [[], [0], [1], [0, 1], [2], [0, 2]])
 def test_scale_query_cells_on_long_contiguous_runs(positions):
-    """Trailing unconstrained axes give runs of 16+ cells (the kernel's four-sum path)."""
+    """Trailing unconstrained axes give runs of 16+ cells (the kernel's four-sum path); a code
+    range on the last constrained axis joins the run (with free axes before it walked)."""
     from synth.tables import SelectedCells
     from synth.workload import Query
 
     schema = Schema((Coded("a", 3), Coded("b", 2), Coded("c", 7), Coded("d", 5)))
     rng = np.random.default_rng(len(positions))
-    allowed = [np.array([1, 2]) if p == 0 else np.array([0]) for p in positions]
+    allowed = [np.array([1, 2]) if p == 0 else np.array([2, 3, 4, 5]) if p == 2 else np.array([0]) for p in positions]
     query = Query(tuple(schema.names[p] for p in positions), tuple(allowed))
     w = rng.random(schema.universe_size)
     expected, expected_before = reference.scale_query_cells(w, schema.shape, positions, allowed, 1.7)

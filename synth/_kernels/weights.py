@@ -7,7 +7,7 @@ from numba import njit
 
 
 @njit(cache=True)
-def scale_selected(w, strides, allowed, offsets, counts, run, factor):  # pragma: no cover - compiled
+def scale_selected(w, start, strides, allowed, offsets, counts, run, factor):  # pragma: no cover - compiled
     """Multiply by ``factor`` every cell of the flat row-major table ``w`` selected by a
     conjunction, and return the sum of those cells before scaling.
 
@@ -18,7 +18,7 @@ def scale_selected(w, strides, allowed, offsets, counts, run, factor):  # pragma
     """
     d = counts.shape[0]
     position = np.zeros(d, dtype=np.int64)
-    base = 0
+    base = start
     for j in range(d):
         base += allowed[offsets[j]] * strides[j]
     before = 0.0
