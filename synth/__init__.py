@@ -36,6 +36,10 @@ _LAZY = {
     "Budget": "accounting",
     "BudgetExceeded": "accounting",
     "make_rng": "rng",
+    "PMW": "pmw",
+    "run_pmw": "pmw",
+    "plan_pmw": "pmw_plan",
+    "Model": "model",
 }
 
 __all__ = ["__version__", *_LAZY]
