@@ -15,7 +15,8 @@ from . import _kernels
 from .errors import DataError, SchemaError
 from .schema import Schema
 
-__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts", "scale_query_cells", "SelectedCells"]
+__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts", "scale_query_cells", "SelectedCells",
+           "multiply_by_marginal"]
 
 #: Largest dense table built unless the caller raises the cap (10^8 float64 cells = 800 MB).
 DEFAULT_MAX_CELLS = 10**8
@@ -97,21 +98,46 @@ def marginal_from_dense(x: np.ndarray, schema: Schema, columns: Sequence[str]) -
     if len(positions) == 0:
         return np.asarray(x.sum())
     flat = np.ascontiguousarray(x).reshape(-1)
+    dims, kept, out_strides, in_schema_order = _marginal_walk(schema, positions)
+    out = np.zeros(int(np.prod(dims[kept])), dtype=flat.dtype)
+    _kernels.marginalize(flat, dims, kept, out_strides, out)
+    table = out.reshape([schema.shape[p] for p in in_schema_order])
+    return np.ascontiguousarray(table.transpose([in_schema_order.index(p) for p in positions]))
+
+
+def _marginal_walk(schema: Schema, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """Merged axes, keep flags and output strides for walking U onto the columns at ``positions``;
+    and the kept positions in schema order (the walk's output layout)."""
     keep = np.zeros(len(schema), dtype=np.bool_)
     keep[positions] = True
     dims, kept = _merge_axes(schema.shape, keep)
-    kept_sizes = [d for d, k in zip(dims, kept) if k]
     out_strides = np.zeros(len(dims), dtype=np.int64)
     stride = 1
     for j in range(len(dims) - 1, -1, -1):
         if kept[j]:
             out_strides[j] = stride
             stride *= dims[j]
-    out = np.zeros(int(np.prod(kept_sizes)), dtype=flat.dtype)
-    _kernels.marginalize(flat, np.array(dims, dtype=np.int64), np.array(kept), out_strides, out)
-    in_schema_order = sorted(positions.tolist())
-    table = out.reshape([schema.shape[p] for p in in_schema_order])
-    return np.ascontiguousarray(table.transpose([in_schema_order.index(p) for p in positions]))
+    return np.array(dims, dtype=np.int64), np.array(kept), out_strides, sorted(positions.tolist())
+
+
+def multiply_by_marginal(x: np.ndarray, schema: Schema, columns: Sequence[str], factors: np.ndarray) -> float:
+    """Multiply each cell of the flat float64 table ``x`` over U (in place) by ``factors`` at its
+    cell of the marginal on ``columns`` (``factors`` shaped by those columns, in their order);
+    return the new total of ``x``. One pass, no universe-sized temporaries."""
+    if x.ndim != 1 or x.size != schema.universe_size or x.dtype != np.float64 or not x.flags.c_contiguous:
+        raise ValueError(f"x must be a contiguous flat float64 array of {schema.universe_size} cells")
+    positions = _positions(schema, columns)
+    factors = np.asarray(factors, dtype=np.float64)
+    expected = tuple(schema.shape[p] for p in positions)
+    if factors.shape != expected:
+        raise ValueError(f"factors have shape {factors.shape}, expected {expected}")
+    if len(positions) == 0:
+        x *= float(factors)
+        return float(x.sum())
+    dims, kept, out_strides, in_schema_order = _marginal_walk(schema, positions)
+    order = [list(positions).index(p) for p in in_schema_order]
+    flat_factors = np.ascontiguousarray(factors.transpose(order)).reshape(-1)
+    return float(_kernels.multiply_by_marginal(x, dims, kept, out_strides, flat_factors))
 
 
 def _merge_axes(shape: Sequence[int], keep: np.ndarray) -> tuple[list[int], list[bool]]:

@@ -162,3 +162,13 @@ def scale_query_cells(w: np.ndarray, shape: tuple[int, ...], positions: list[int
     before = float(w[mask].sum())
     out[mask] *= factor
     return out, before
+
+
+def multiply_by_marginal(x: np.ndarray, shape: tuple[int, ...], positions: list[int], factors: np.ndarray) -> np.ndarray:
+    """NumPy twin of the MWEM update: broadcast the factors over the universe and multiply."""
+    if not positions:
+        return x * float(factors)
+    kept = sorted(positions)
+    aligned = factors.transpose([positions.index(p) for p in kept])
+    view_shape = [shape[i] if i in kept else 1 for i in range(len(shape))]
+    return (x.reshape(shape) * aligned.reshape(view_shape)).reshape(-1)

@@ -149,3 +149,20 @@ def test_scale_query_cells_on_long_contiguous_runs(positions):
     assert selected.run >= 16
     assert selected.scale(w, 1.7) == pytest.approx(expected_before, rel=1e-12)
     np.testing.assert_allclose(w, expected, rtol=1e-15)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.data())
+def test_multiply_by_marginal_matches_numpy_broadcasting(sizes, data):
+    from synth.tables import multiply_by_marginal
+
+    schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    positions = data.draw(st.lists(st.integers(0, len(sizes) - 1), unique=True, max_size=len(sizes)))
+    names = [schema.names[p] for p in positions]
+    factors = rng.uniform(0.5, 2.0, size=[sizes[p] for p in positions])
+    x = rng.random(schema.universe_size)
+    expected = reference.multiply_by_marginal(x, schema.shape, positions, factors)
+    total = multiply_by_marginal(x, schema, names, factors)
+    np.testing.assert_allclose(x, expected, rtol=1e-14)
+    assert total == pytest.approx(expected.sum(), rel=1e-12)

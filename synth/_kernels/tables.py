@@ -86,3 +86,45 @@ def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
             base -= out_strides[j] * dims[j]
             counters[j] = 0
             j -= 1
+
+
+@njit(cache=True)
+def multiply_by_marginal(x, dims, keep, out_strides, factors):  # pragma: no cover - compiled
+    """Multiply each cell of the flat row-major ``x`` by ``factors`` at its marginal cell; return
+    the new sum of ``x``.
+
+    The axes, ``keep`` and ``out_strides`` are as in ``marginalize`` (merged so neighbours
+    differ in ``keep``): the walk is the same odometer, with the factor looked up instead of
+    a sum accumulated. One pass over the universe, no temporaries.
+    """
+    r = dims.shape[0]
+    inner = dims[r - 1]
+    outer = x.shape[0] // inner
+    counters = np.zeros(r, dtype=np.int64)
+    base = 0
+    position = 0
+    keep_inner = keep[r - 1]
+    total = 0.0
+    for _ in range(outer):
+        if keep_inner:
+            for i in range(inner):
+                value = x[position + i] * factors[base + i]
+                x[position + i] = value
+                total += value
+        else:
+            factor = factors[base]
+            for i in range(inner):
+                value = x[position + i] * factor
+                x[position + i] = value
+                total += value
+        position += inner
+        j = r - 2
+        while j >= 0:
+            counters[j] += 1
+            base += out_strides[j]
+            if counters[j] < dims[j]:
+                break
+            base -= out_strides[j] * dims[j]
+            counters[j] = 0
+            j -= 1
+    return total
