@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from synth.mwem import mwem
+from synth.tables import marginal, marginal_from_dense
+
+from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
+
+
+def l1_error(distribution, codes, workload=WORKLOAD, schema=SCHEMA):
+    """Mean L1 distance per marginal between the data's normalized tables and the model's."""
+    n = codes.shape[0]
+    return np.mean([np.abs(marginal(codes, schema, s) / n - marginal_from_dense(distribution, schema, s)).sum()
+                    for s in workload.subsets])
+
+
+def test_mwem_beats_the_uniform_baseline_on_a_correlated_workload():
+    codes = correlated_codes(20_000, 1)
+    uniform = np.full(SCHEMA.universe_size, 1 / SCHEMA.universe_size)
+    errors = [l1_error(mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=6, rows=20_000, rng=seed).distribution, codes)
+              for seed in range(5)]
+    assert np.median(errors) < 0.5 * l1_error(uniform, codes)
+
+
+@pytest.mark.parametrize("measure, output", [("marginal", "last"), ("query", "last"), ("marginal", "average")])
+def test_budget_is_spent_exactly_and_never_more(measure, output):
+    codes = correlated_codes(5_000, 2)
+    result = mwem(codes, SCHEMA, WORKLOAD, 0.7, rounds=4, measure=measure, output=output, rows=5_000, rng=3)
+    spent = result.accountant.spent()
+    assert spent.epsilon <= 0.7 and spent.epsilon == pytest.approx(0.7, rel=1e-12)
+    assert len(result.accountant.ledger()) == 2 * 4
+    assert result.distribution.sum() == pytest.approx(1.0) and (result.distribution >= 0).all()
+    assert len(result.measurements) == 4
+
+
+def test_marginals_are_measured_once_each_and_rounds_are_capped():
+    codes = correlated_codes(5_000, 3)
+    result = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=50, rows=5_000, rng=4)
+    measured = [tuple(m["marginal"]) for m in result.measurements]
+    assert len(measured) == len(set(measured)) == len(WORKLOAD.subsets)
+
+
+def test_noisy_count_when_n_is_not_public():
+    codes = correlated_codes(5_000, 5)
+    result = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rng=6)
+    assert not result.rows_public and result.accountant.ledger()[0].note == "noisy row count"
+    assert result.accountant.spent().epsilon <= 1.0
+
+
+def test_seeded_runs_repeat_and_unseeded_differ():
+    codes = correlated_codes(5_000, 7)
+    first = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=8).distribution
+    np.testing.assert_array_equal(first, mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=8).distribution)
+    assert not np.array_equal(first, mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=None).distribution)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"measure": "cells"}, "measure"), ({"output": "median"}, "output"), ({"rounds": 0}, "rounds"),
+    ({"select_share": 1.0}, "select_share"),
+])
+def test_bad_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        mwem(correlated_codes(100, 9), SCHEMA, WORKLOAD, 1.0, rows=100, **kwargs)
+
+
+def test_model_round_trip(tmp_path):
+    from synth.model import Model
+
+    codes = correlated_codes(5_000, 10)
+    result = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=11)
+    result.to_model(SCHEMA, seeded=True).save(tmp_path / "m.npz")
+    model = Model.load(tmp_path / "m.npz")
+    assert model.mechanism == "mwem" and model.seeded
+    np.testing.assert_allclose(model.answer(WORKLOAD), 5_000 * WORKLOAD.answer(
+        lambda s: marginal_from_dense(result.distribution, SCHEMA, s)))
