@@ -22,7 +22,7 @@ from .composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 from .errors import SynthError
 from .validation import check_delta, check_epsilon, check_positive_int, check_real
 
-__all__ = ["Budget", "Charge", "Spent", "Accountant", "BudgetExceeded", "split_epsilon", "compose"]
+__all__ = ["Budget", "Charge", "Spent", "Accountant", "BudgetExceeded", "split_epsilon", "subtract_epsilon", "compose"]
 
 # Advanced and zCDP totals are floating-point bounds: they count only when smaller than the
 # budget by this relative margin, so rounding can never let them overspend.
@@ -59,6 +59,14 @@ def split_epsilon(epsilon: float, parts: int) -> float:
     while Fraction(share) * parts > Fraction(epsilon):
         share = math.nextafter(share, 0.0)
     return share
+
+
+def subtract_epsilon(epsilon: float, used: float) -> float:
+    """``epsilon - used`` rounded down, so that ``used`` plus the result never exceeds epsilon exactly."""
+    rest = epsilon - used
+    while Fraction(rest) + Fraction(used) > Fraction(epsilon):
+        rest = math.nextafter(rest, 0.0)
+    return rest
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .accounting import Accountant, split_epsilon
+from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .mechanisms import discrete_laplace, exponential
 from .rng import make_rng
 from .schema import Schema
@@ -98,9 +98,9 @@ def mwem(
         count_epsilon, n = 0.0, float(public_rows)
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     rounds_run = min(rounds, len(candidates))
-    per_round = split_epsilon(epsilon - count_epsilon, rounds_run) if count_epsilon else split_epsilon(epsilon, rounds_run)
+    per_round = split_epsilon(subtract_epsilon(epsilon, count_epsilon), rounds_run)
     eps_select = per_round * select_share
-    eps_measure = per_round - eps_select
+    eps_measure = subtract_epsilon(per_round, eps_select)
 
     weights = np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None else _normalized(prior, schema)
     total = float(weights.sum())

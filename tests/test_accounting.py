@@ -152,3 +152,12 @@ def test_fast_checks_agree_with_full_composition(delta):
             continue
         total = compose(accountant.ledger(), delta)
         assert total.epsilon <= 1.0 and total.delta <= delta, (charge, total)
+
+
+@pytest.mark.parametrize("epsilon, used", [(1.0, 0.05), (0.3, 0.1), (1.0, 1 / 3), (0.7, 0.035)])
+def test_subtract_never_lets_the_parts_exceed_the_whole(epsilon, used):
+    from synth.accounting import subtract_epsilon
+
+    rest = subtract_epsilon(epsilon, used)
+    assert Fraction(rest) + Fraction(used) <= Fraction(epsilon)
+    assert rest == pytest.approx(epsilon - used, rel=1e-15)

@@ -73,3 +73,12 @@ def test_model_round_trip(tmp_path):
     assert model.mechanism == "mwem" and model.seeded
     np.testing.assert_allclose(model.answer(WORKLOAD), 5_000 * WORKLOAD.answer(
         lambda s: marginal_from_dense(result.distribution, SCHEMA, s)))
+
+
+@pytest.mark.parametrize("epsilon, rounds", [(1.0, 3), (0.3, 5), (0.7, 4), (2.9, 6)])
+def test_every_round_fits_after_the_row_count_purchase(epsilon, rounds):
+    """The count, selection and measurement budgets must add up to at most epsilon exactly,
+    or the accountant would refuse the last round."""
+    result = mwem(correlated_codes(2_000, 12), SCHEMA, WORKLOAD, epsilon, rounds=rounds, rng=13)
+    assert len(result.accountant.ledger()) == 1 + 2 * rounds
+    assert result.accountant.spent().epsilon <= epsilon
