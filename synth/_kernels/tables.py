@@ -50,6 +50,21 @@ def _block_sum(x, start, length):  # pragma: no cover - compiled
     return (t0 + t1) + (t2 + t3)
 
 
+@njit(cache=True, inline="always")
+def _next_block(counters, dims, out_strides, base):  # pragma: no cover - compiled
+    """Advance the odometer over every axis but the last; return the output offset it moves to."""
+    j = dims.shape[0] - 2
+    while j >= 0:
+        counters[j] += 1
+        base += out_strides[j]
+        if counters[j] < dims[j]:
+            break
+        base -= out_strides[j] * dims[j]
+        counters[j] = 0
+        j -= 1
+    return base
+
+
 @njit(cache=True)
 def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
     """Sum the flat row-major array ``x`` of shape ``dims`` onto the axes where ``keep``.
@@ -77,15 +92,7 @@ def marginalize(x, dims, keep, out_strides, out):  # pragma: no cover - compiled
                 total += x[position + i]
             out[base] += total
         position += inner
-        j = r - 2
-        while j >= 0:
-            counters[j] += 1
-            base += out_strides[j]
-            if counters[j] < dims[j]:
-                break
-            base -= out_strides[j] * dims[j]
-            counters[j] = 0
-            j -= 1
+        base = _next_block(counters, dims, out_strides, base)
 
 
 @njit(cache=True)
@@ -118,13 +125,5 @@ def multiply_by_marginal(x, dims, keep, out_strides, factors):  # pragma: no cov
                 x[position + i] = value
                 total += value
         position += inner
-        j = r - 2
-        while j >= 0:
-            counters[j] += 1
-            base += out_strides[j]
-            if counters[j] < dims[j]:
-                break
-            base -= out_strides[j] * dims[j]
-            counters[j] = 0
-            j -= 1
+        base = _next_block(counters, dims, out_strides, base)
     return total
