@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from _data import DEFAULT_DATA_DIR, load_adult, project_codes
 from _harness import (  # benchmarks/ is on sys.path when run as a script
     Comparison,
     FirstCall,
@@ -57,14 +58,12 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 )
 
 from synth import _kernels
-from synth.data import code_dtype, read
 from synth.mwem import DEFAULT_PASSES, mwem
 from synth.schema import Schema
 from synth.tables import marginal, marginal_from_dense, multiply_by_marginal
 from synth.workload import Workload
 
 SECTION = "bench_mwem"
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 #: The 7-column set of the error grid (120,960 cells) and a smaller 5-column one (840 cells).
 SEVEN = ("workclass", "education-num", "marital-status", "relationship", "race", "sex", "income>50K")
@@ -140,19 +139,6 @@ class Settings:
 
 
 # -- data ------------------------------------------------------------------------------------
-
-
-def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
-    """The adult schema (its domain file) and every row's codes, read through synth."""
-    schema = Schema.load(data_dir / "adult-domain.json")
-    return schema, read(data_dir / "adult.csv", schema).codes
-
-
-def project(schema: Schema, codes: np.ndarray, columns: Sequence[str]) -> tuple[Schema, np.ndarray]:
-    """The sub-schema over ``columns`` and its contiguous codes (smallest dtype)."""
-    sub = schema.select(list(columns))
-    positions = [schema.index(c) for c in columns]
-    return sub, np.ascontiguousarray(codes[:, positions], dtype=code_dtype(sub))
 
 
 # -- NumPy implementations of MWEM's steps ---------------------------------------------------
@@ -255,7 +241,7 @@ def bench_first_calls(schema: Schema, codes: np.ndarray, seed: int) -> tuple[lis
     Must run before any other use of the kernels (the data are read before: ``read`` may load
     kernels of its own).
     """
-    sub, sub_codes = project(schema, codes, FIVE)  # 7 x 6 x 5 x 2 x 2 = 840 cells
+    sub, sub_codes = project_codes(schema, codes, FIVE)  # 7 x 6 x 5 x 2 x 2 = 840 cells
     columns = ("marital-status", "sex")
     x = np.full(sub.universe_size, 1.0 / sub.universe_size)
     factors = np.exp(np.random.default_rng(seed).uniform(-FACTOR_SPREAD, FACTOR_SPREAD, (7, 2)))
@@ -341,7 +327,7 @@ def bench_error(
     schema, codes = adult
     sets, cells = [], []
     for label, columns in ERROR_SETS:
-        sub, sub_codes = project(schema, codes, columns)
+        sub, sub_codes = project_codes(schema, codes, columns)
         n = len(sub_codes)
         workload = Workload.marginals(sub, 3)
         truth = {s: marginal(sub_codes, sub, s) / n for s in workload.subsets}
@@ -414,7 +400,7 @@ def bench_passes(adult: tuple[Schema, np.ndarray], settings: Settings) -> list[P
     schema, codes = adult
     rows = []
     for label, columns, rounds, passes_values in settings.passes_cases:
-        sub, sub_codes = project(schema, codes, columns)
+        sub, sub_codes = project_codes(schema, codes, columns)
         n = len(sub_codes)
         workload = Workload.marginals(sub, 3)
         truth = {s: marginal(sub_codes, sub, s) / n for s in workload.subsets}
@@ -635,7 +621,7 @@ def count_passes(codes, schema, workload, rounds, n, seed) -> list[int]:
 def bench_rounds(adult: tuple[Schema, np.ndarray], settings: Settings) -> RoundRun:
     """Rounds of mwem (7 columns, eps = 1) timed through ``progress`` vs NumPy rounds."""
     schema, codes = adult
-    sub, sub_codes = project(schema, codes, SEVEN)
+    sub, sub_codes = project_codes(schema, codes, SEVEN)
     n = len(sub_codes)
     workload = Workload.marginals(sub, 3)
     rounds = min(max(settings.rounds), len(workload.subsets))

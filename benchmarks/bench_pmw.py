@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from _data import DEFAULT_DATA_DIR, load_adult, numpy_marginal
 from _harness import (  # benchmarks/ is on sys.path when run as a script
     Comparison,
     FirstCall,
@@ -65,7 +66,7 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 
 from synth import _kernels
 from synth.accounting import Accountant, Charge, compose
-from synth.data import code_dtype, read
+from synth.data import code_dtype
 from synth.mechanisms import AboveThreshold
 from synth.pmw import LAZY, PMW, UPDATE, run_pmw
 from synth.pmw_plan import PMWPlan, plan_pmw
@@ -74,7 +75,6 @@ from synth.tables import SelectedCells, marginal, marginal_from_dense, scale_que
 from synth.workload import Query, Workload
 
 SECTION = "bench_pmw"
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 #: Codes per synthetic column: a universe of 10^k cells has k columns.
 CODES = 10
@@ -563,12 +563,6 @@ class LazyRow:
     threshold: float  # the plan's threshold T, a fraction of n
 
 
-def numpy_marginal(x: np.ndarray, shape: tuple[int, ...], positions: Sequence[int]) -> np.ndarray:
-    """Sum out the other axes (positions ascending, so no transpose)."""
-    other = tuple(i for i in range(len(shape)) if i not in positions)
-    return x.reshape(shape).sum(axis=other)
-
-
 def bench_lazy(schema: Schema, codes: np.ndarray, repeats: int, seed: int) -> LazyRow:
     """PMW.answer on cached marginals (a huge threshold: every round lazy) vs a NumPy lazy round."""
     size, shape, rows = schema.universe_size, schema.shape, len(codes)
@@ -789,12 +783,6 @@ class ErrorRow:
     rows: int  # n
     failure_bound: float  # the plan's
     plan_s: float  # plan_pmw alone, the same plan as the runs' (nan if it could not be matched)
-
-
-def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
-    """The adult schema (its domain file) and every row's codes, read through synth."""
-    schema = Schema.load(data_dir / "adult-domain.json")
-    return schema, read(data_dir / "adult.csv", schema).codes
 
 
 def mean_marginal_l1(answers: np.ndarray, truth: np.ndarray, groups: dict, rows: int) -> float:

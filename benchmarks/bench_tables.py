@@ -29,14 +29,8 @@ from pathlib import Path
 import numba
 import numpy as np
 import pandas as pd
-
-from synth import _kernels
-from synth.data import code_dtype, read, scan
-from synth.schema import Schema
-from synth.tables import histogram, marginal_from_dense
-
+from _data import DEFAULT_DATA_DIR, load_adult, numpy_marginal, project_codes
 from _harness import (  # benchmarks/ is on sys.path when run as a script
-    REPO,
     Comparison,
     FirstCall,
     Timed,
@@ -57,7 +51,10 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
     timing_columns,
 )
 
-DEFAULT_DATA_DIR = REPO.parent / "shared" / "datasets"
+from synth import _kernels
+from synth.data import read, scan
+from synth.schema import Schema
+from synth.tables import histogram, marginal_from_dense
 
 #: The 7-column universe (120,960 cells).
 SMALL_COLUMNS = ("workclass", "education-num", "marital-status", "relationship", "race", "sex", "income>50K")
@@ -100,32 +97,10 @@ class Settings:
 # -- data -----------------------------------------------------------------------------------
 
 
-def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
-    """The adult schema (from its domain file) and every row's codes, read through synth."""
-    schema = Schema.load(data_dir / "adult-domain.json")
-    encoded = read(data_dir / "adult.csv", schema)
-    return schema, encoded.codes
-
-
-def project_codes(schema: Schema, codes: np.ndarray, columns: Sequence[str]) -> tuple[Schema, np.ndarray]:
-    """The sub-schema over ``columns`` and the matching contiguous code array (smallest dtype)."""
-    sub = schema.project(columns)
-    positions = [schema.index(name) for name in columns]
-    return sub, np.ascontiguousarray(codes[:, positions], dtype=code_dtype(sub))
-
-
 def numpy_histogram(codes: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """The NumPy baseline histogram: bincount of the raveled cell indices."""
     size = int(np.prod(shape))
     return np.bincount(np.ravel_multi_index(codes.T, shape), minlength=size).reshape(shape)
-
-
-def numpy_marginal(x: np.ndarray, shape: tuple[int, ...], positions: Sequence[int]) -> np.ndarray:
-    """The NumPy baseline marginal: sum out the other axes, then put kept axes in order."""
-    other = tuple(i for i in range(len(shape)) if i not in positions)
-    table = x.reshape(shape).sum(axis=other)
-    in_order = sorted(positions)
-    return table.transpose([in_order.index(p) for p in positions])
 
 
 def write_tiled_csv(source: Path, target: Path, tiles: int) -> int:
