@@ -111,7 +111,8 @@ def _answer_exactly(data, full, queries, columns, quiet, output) -> None:
 
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                      alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output) -> None:
-    from synth.pmw_plan import DEFAULT_COUNT_SHARE, plan_pmw
+    from synth.pmw_plan import plan_pmw
+    from synth.row_count import DEFAULT_COUNT_SHARE
 
     public_rows = rows if rows is not None else selected.rows
     if plan_only:

@@ -28,7 +28,8 @@ import numpy as np
 from .accounting import Accountant
 from .mechanisms import AboveThreshold, discrete_laplace
 from .monitor import KLMonitor
-from .pmw_plan import DEFAULT_COUNT_SHARE, PMWPlan, plan_pmw
+from .pmw_plan import PMWPlan, plan_pmw
+from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .rng import make_rng
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
@@ -238,18 +239,12 @@ def run_pmw(
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
     notes: list[str] = []
-    public_rows = rows if rows is not None else schema.rows
-    count_epsilon = 0.0
-    if public_rows is None:
-        count_epsilon = count_share * accountant.budget.epsilon
-        noisy = discrete_laplace(int(codes.shape[0]), count_epsilon, 1, generator, accountant=accountant,
-                                 note="noisy row count")
-        n = max(1, noisy)
-        notes.append(f"n is not public: bought a noisy row count {n:,} with epsilon={count_epsilon:g}")
-    else:
-        n = public_rows
+    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    if not count.public:
+        notes.append(count.describe())
+    n, count_epsilon = count.rows, count.epsilon
     plan = plan_pmw(epsilon, delta, n, schema.universe_size, len(workload) * passes, beta,
-                    rows_public=public_rows is not None, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
+                    rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
     kl = None
     if monitor:
         kl = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)

@@ -31,10 +31,8 @@ from .composition import zcdp_rho_limit
 from .errors import SynthError
 from .validation import check_delta, check_epsilon, check_positive_int, check_probability, check_real
 
-__all__ = ["PMWPlan", "PlanError", "plan_pmw", "DEFAULT_COUNT_SHARE", "laplace_tail"]
+__all__ = ["PMWPlan", "PlanError", "plan_pmw", "laplace_tail"]
 
-#: Share of epsilon spent on a noisy row count when n is not public.
-DEFAULT_COUNT_SHARE = 0.05
 _SPLITS = tuple(i / 40 for i in range(1, 40))
 _SHARES = tuple(i / 16 for i in range(1, 8))  # a: the threshold noise's part of T/2
 

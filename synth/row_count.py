@@ -1,0 +1,49 @@
+"""The row count n every engine scales to: public only when the user says so.
+
+n is public when it is given (``rows``, or ``rows`` in the schema). Otherwise a noisy count
+of the data is bought from the budget with ``count_share * epsilon`` (exact discrete Laplace,
+sensitivity 1), charged to the accountant and reported. The exact n is never used silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .accounting import Accountant
+from .mechanisms import discrete_laplace
+
+__all__ = ["RowCount", "row_count", "DEFAULT_COUNT_SHARE"]
+
+#: Share of epsilon spent on a noisy row count when n is not public.
+DEFAULT_COUNT_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class RowCount:
+    """The n a release uses: the public count, or a noisy one (at least 1)."""
+
+    rows: int
+    public: bool
+    epsilon: float  # spent on the count (0 when public)
+
+    def describe(self) -> str:
+        if self.public:
+            return f"n = {self.rows:,} (public)"
+        return f"n is not public: bought a noisy row count {self.rows:,} with epsilon={self.epsilon:g}"
+
+
+def row_count(
+    true_rows: int,
+    public_rows: int | None,
+    accountant: Accountant,
+    generator: np.random.Generator,
+    count_share: float = DEFAULT_COUNT_SHARE,
+) -> RowCount:
+    """``public_rows`` when given, else a noisy count of ``true_rows`` bought from ``accountant``."""
+    if public_rows is not None:
+        return RowCount(int(public_rows), True, 0.0)
+    epsilon = count_share * accountant.budget.epsilon
+    noisy = discrete_laplace(int(true_rows), epsilon, 1, generator, accountant=accountant, note="noisy row count")
+    return RowCount(max(1, int(noisy)), False, epsilon)
