@@ -2,12 +2,16 @@
 
 A marginal over columns S is the table of counts of each combination of S's codes. It is
 computed straight from the rows (never through the full universe), or by summing a dense
-table over U (a histogram or a distribution) onto S.
+table over U (a histogram or a distribution) onto S; ``marginals_from_dense`` sums it onto
+many subsets at once (one walk of U, then smaller intermediate tables).
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,8 +19,8 @@ from . import _kernels
 from .errors import DataError, SchemaError
 from .schema import Schema
 
-__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "add_counts", "scale_query_cells", "SelectedCells",
-           "multiply_by_marginal"]
+__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "marginals_from_dense",
+           "add_counts", "scale_query_cells", "SelectedCells", "multiply_by_marginal"]
 
 #: Largest dense table built unless the caller raises the cap (10^8 float64 cells = 800 MB).
 DEFAULT_MAX_CELLS = 10**8
@@ -31,10 +35,14 @@ def _check_cells(cells: int, what: str, max_cells: int) -> None:
 
 
 def _positions(schema: Schema, columns: Sequence[str] | None) -> np.ndarray:
+    return np.array(_position_list(schema, columns), dtype=np.int64)
+
+
+def _position_list(schema: Schema, columns: Sequence[str] | None) -> list[int]:
     names = schema.names if columns is None else list(columns)
     if len(set(names)) != len(names):
         raise SchemaError(f"columns {list(names)} name a column twice")
-    return np.array([schema.index(name) for name in names], dtype=np.int64)
+    return [schema.index(name) for name in names]
 
 
 def add_counts(codes: np.ndarray, schema: Schema, positions: np.ndarray, out: np.ndarray) -> None:
@@ -103,6 +111,158 @@ def marginal_from_dense(x: np.ndarray, schema: Schema, columns: Sequence[str]) -
     _kernels.marginalize(flat, dims, kept, out_strides, out)
     table = out.reshape([schema.shape[p] for p in in_schema_order])
     return np.ascontiguousarray(table.transpose([in_schema_order.index(p) for p in positions]))
+
+
+def marginals_from_dense(x: np.ndarray, schema: Schema, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+    """Sum a dense table over U onto each of ``subsets`` (lists of column names), all at once.
+
+    Returns one new table per subset, in order, as ``marginal_from_dense(x, schema, subset)``
+    would give it: axes in the subset's order, the empty subset giving the 0-d total; equal up
+    to float rounding (the sums are taken in another order; int64 tables are exact).
+
+    Much faster than one ``marginal_from_dense`` per subset when there are several (e.g. every
+    3-way marginal, for MWEM's selection step): U is walked once, onto a few intermediate
+    marginals that the requested ones are summed from in turn (a plan built once per schema
+    shape and set of subsets, then cached). Repeated subsets, or the same columns in another
+    order, are computed once. A single subset is summed by ``marginal_from_dense``'s kernel.
+    The intermediate tables live in one temporary array (for all 3-way marginals of a 10^7-cell
+    universe, a quarter to a half the size of ``x``).
+    """
+    return _marginals_from_dense(x, schema, subsets, intermediates=True)
+
+
+def _marginals_from_dense(x: np.ndarray, schema: Schema, subsets: Sequence[Sequence[str]], *,
+                          intermediates: bool) -> list[np.ndarray]:
+    """``marginals_from_dense``; without ``intermediates``, every table is summed straight from
+    U in one walk (each cell added into every table: the simpler design, kept to measure)."""
+    x = np.asarray(x)
+    if x.size != schema.universe_size:
+        raise ValueError(f"table has {x.size} cells but the universe has {schema.universe_size}")
+    if x.dtype not in (np.float64, np.int64):
+        x = x.astype(np.float64 if np.issubdtype(x.dtype, np.floating) else np.int64)
+    if isinstance(subsets, str):
+        raise TypeError(f"subsets must be a sequence of column lists, got the string {subsets!r}")
+    positions = []
+    for subset in subsets:
+        if isinstance(subset, str):
+            raise TypeError(f"each subset must be a sequence of column names, got the string {subset!r}; "
+                            f"write [{subset!r}] for one column")
+        positions.append(_position_list(schema, subset))
+    if not positions:
+        return []
+    flat = np.ascontiguousarray(x).reshape(-1)
+    shape = tuple(int(size) for size in schema.shape)
+    plan = _marginals_plan(shape, tuple(sorted({tuple(sorted(p)) for p in positions})), intermediates)
+    work = np.empty(plan.work_cells, dtype=flat.dtype)
+    _kernels.marginals_by_plan(flat, work, *plan.arrays)
+    tables = []
+    for p in positions:
+        axes = tuple(sorted(p))
+        if axes in plan.tables:
+            start, cells = plan.tables[axes]
+            table = work[start:start + cells]
+        else:  # every column: U itself
+            table = flat
+        table = table.reshape([shape[a] for a in axes]).transpose([axes.index(a) for a in p])
+        tables.append(table.copy())  # C order; never a view of work (or of x), never shared
+    return tables
+
+
+@dataclass(frozen=True)
+class _MarginalsPlan:
+    """How ``marginals_from_dense`` computes a set of marginals: the passes of
+    ``_kernels.marginals_by_plan`` (its arguments after ``x`` and ``work``) and where each table
+    lies in ``work`` (``tables[axes] = (start, cells)``, axes in schema order)."""
+
+    work_cells: int
+    tables: dict
+    arrays: tuple
+
+
+@functools.lru_cache(maxsize=64)
+def _marginals_plan(shape: tuple[int, ...], requests: tuple[tuple[int, ...], ...],
+                    intermediates: bool = True) -> _MarginalsPlan:
+    """Plan the marginals over the axes ``requests`` (sorted tuples) of a table shaped ``shape``.
+
+    A tree of tables, each summed from its parent in one pass (``marginalize_many``: one walk of
+    the parent fills all its children). At a table over axes A with requests R (R's members are
+    subsets of A): when R's union is smaller than A, its child is that union; otherwise, while it
+    pays, the axis a that most reduces the work of the requests without a (``len(those) * (1 -
+    1/size_a)`` passes of A saved, at the cost of one) becomes a child A - {a} that those requests
+    are taken from, recursively; the rest are children of A directly. A pass costs about one add
+    per cell per child, so routing k requests through a child 1/size_a as big turns k cell-adds
+    per cell into 1 + k/size_a.
+    """
+    everything = tuple(range(len(shape)))
+    tables: dict[tuple[int, ...], tuple[int, int]] = {}
+    children: dict[tuple[int, ...], list[tuple[int, ...]]] = {everything: []}
+    cells = [0]
+
+    def child(parent: tuple[int, ...], axes: tuple[int, ...]) -> None:
+        if axes in tables or axes == everything:  # computed already (not expected) or U itself
+            return
+        tables[axes] = (cells[0], math.prod(shape[a] for a in axes))
+        cells[0] += tables[axes][1]
+        children[parent].append(axes)
+        children[axes] = []
+
+    def build(node: tuple[int, ...], wanted: list[tuple[int, ...]]) -> None:
+        remaining = [r for r in wanted if r != node]
+        union = tuple(sorted(set().union(*remaining))) if remaining else node
+        if len(remaining) >= 2 and union != node:
+            child(node, union)
+            build(union, remaining)
+            return
+        while len(remaining) >= 2:
+            best, best_gain = -1, 1.0
+            for a in node:
+                gain = sum(a not in r for r in remaining) * (1.0 - 1.0 / shape[a])
+                if gain > best_gain:
+                    best, best_gain = a, gain
+            if best < 0:
+                break
+            without = tuple(b for b in node if b != best)
+            child(node, without)
+            build(without, [r for r in remaining if best not in r])
+            remaining = [r for r in remaining if best in r]
+        for r in remaining:
+            child(node, r)
+
+    if intermediates:
+        build(everything, list(requests))
+    else:
+        for r in requests:
+            child(everything, r)
+    sources: list[int] = []
+    dims: list[int] = []
+    strides: list[int] = []
+    starts: list[int] = []
+    sizes: list[int] = []
+    dim_bounds, stride_bounds, table_bounds = [0], [0], [0]
+    for node, kids in children.items():  # parents come before their children
+        if not kids:
+            continue
+        sources.append(-1 if node == everything else tables[node][0])
+        # merge neighbouring axes that every child keeps, or sums out, alike
+        groups: list[list[int]] = []
+        for a in node:
+            pattern = [a in kid for kid in kids]
+            if groups and [groups[-1][-1] in kid for kid in kids] == pattern:
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        dims += [math.prod(shape[a] for a in g) for g in groups]
+        dim_bounds.append(len(dims))
+        for kid in kids:
+            kid_strides = {a: math.prod(shape[b] for b in kid[i + 1:]) for i, a in enumerate(kid)}
+            strides += [kid_strides.get(g[-1], 0) for g in groups]
+            starts.append(tables[kid][0])
+            sizes.append(tables[kid][1])
+        stride_bounds.append(len(strides))
+        table_bounds.append(len(starts))
+    arrays = tuple(np.array(v, dtype=np.int64)
+                   for v in (sources, dim_bounds, dims, stride_bounds, strides, table_bounds, starts, sizes))
+    return _MarginalsPlan(cells[0], tables, arrays)
 
 
 def _marginal_walk(schema: Schema, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:

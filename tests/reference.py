@@ -172,3 +172,53 @@ def multiply_by_marginal(x: np.ndarray, shape: tuple[int, ...], positions: list[
     aligned = factors.transpose([positions.index(p) for p in kept])
     view_shape = [shape[i] if i in kept else 1 for i in range(len(shape))]
     return (x.reshape(shape) * aligned.reshape(view_shape)).reshape(-1)
+
+
+# -- the BLR net mechanism: brute force over every m-row multiset --------------------------
+
+
+def multisets(universe: int, m: int) -> np.ndarray:
+    """Every multiset of ``m`` cells of ``range(universe)`` as sorted rows, in lexicographic
+    order (``itertools.combinations_with_replacement``), shape ``(C(U + m - 1, m), m)``."""
+    import itertools
+
+    rows = list(itertools.combinations_with_replacement(range(universe), m))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), m)
+
+
+def net_query_counts(schema, workload, databases: np.ndarray) -> np.ndarray:
+    """``(k, Q)`` counts of every query on each database (rows of cell indices), one query and
+    one database at a time from the cells' codes (``query_count``)."""
+    databases = np.asarray(databases, dtype=np.int64)
+    out = np.zeros((databases.shape[0], len(workload)), dtype=np.int64)
+    for i, cells in enumerate(databases):
+        codes = schema.cell_codes(cells)
+        for j, query in enumerate(workload):
+            positions = [schema.index(c) for c in query.columns]
+            out[i, j] = query_count(codes, positions, list(query.allowed))
+    return out
+
+
+def net_scores(true_counts: np.ndarray, counts: np.ndarray, n_rows: int, m: int) -> np.ndarray:
+    """Each database's score ``-max_q |x_q - n y_q / m|`` in rows, computed in integers as
+    ``-max_q |m x_q - n y_q|`` and divided by m once."""
+    true_scaled = m * np.asarray(true_counts, dtype=np.int64)[None, :]
+    gaps = np.abs(true_scaled - n_rows * np.asarray(counts, dtype=np.int64))
+    return -gaps.max(axis=1) / m
+
+
+def exponential_probabilities(scores: np.ndarray, scale: float) -> np.ndarray:
+    """The exponential mechanism's law: P(i) proportional to exp(scale * scores[i])."""
+    scores = np.asarray(scores, dtype=np.float64)
+    weights = np.exp(scale * (scores - scores.max()))
+    return weights / weights.sum()
+
+
+# -- many marginals of a dense table at once -------------------------------------------------
+
+
+def marginals_of_dense(x: np.ndarray, shape: tuple[int, ...],
+                       subsets: list[list[int]]) -> list[np.ndarray]:
+    """Each subset's marginal on its own: reshape + sum over the other axes, then the subset's
+    axis order (``marginal_of_dense``); the empty subset gives the 0-d total."""
+    return [np.asarray(marginal_of_dense(x, shape, list(positions))) for positions in subsets]

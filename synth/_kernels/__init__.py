@@ -3,9 +3,9 @@ contiguous arrays and scalars. Randomness enters only through an explicit xoshir
 state array (``synth.rng.kernel_state``). Each kernel has a NumPy or pure-Python reference
 in ``tests/reference.py`` that the tests compare it with on random inputs."""
 
-from .tables import count_cells, marginalize, multiply_by_marginal
+from .tables import count_cells, marginalize, marginalize_many, marginals_by_plan, multiply_by_marginal
 
-__all__ = ["count_cells", "marginalize", "multiply_by_marginal"]
+__all__ = ["count_cells", "marginalize", "marginalize_many", "marginals_by_plan", "multiply_by_marginal"]
 from .sampling import (  # noqa: E402
     bernoulli_exp_fraction,
     bernoulli_exp_minus_one,
