@@ -40,6 +40,11 @@ _LAZY = {
     "run_pmw": "pmw",
     "plan_pmw": "pmw_plan",
     "Model": "model",
+    "round_counts": "sample",
+    "sample_codes": "sample",
+    "decode_rows": "sample",
+    "write_synthetic": "sample",
+    "sample_model": "sample",
 }
 
 __all__ = ["__version__", *_LAZY]

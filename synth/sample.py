@@ -1,0 +1,330 @@
+"""Synthetic rows from a released distribution: post-processing, so it costs no privacy.
+
+Three steps, each usable alone:
+
+1. ``round_counts``: integer counts per cell that sum to the requested row count, by
+   controlled rounding (largest remainder, ties broken at random) or a multinomial draw;
+2. ``sample_codes``: those counts as rows of integer codes, in random order (the order of
+   synthetic rows must not reveal the cell order);
+3. ``decode_rows``: codes back to values: labels, integer codes, and for numeric columns a
+   value drawn uniformly inside the row's bin (or the bin midpoint, as ``synth.data.decode``).
+
+``write_synthetic`` runs all three and writes a CSV (or Parquet) file atomically, decoding one
+chunk at a time. Every random step takes ``rng: Generator | int | None`` (see ``synth.rng``);
+a seeded run repeats exactly, whatever the chunk size.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ._io import atomic_write
+from .data import code_dtype, decode
+from .errors import SynthError
+from .rng import make_rng
+from .schema import Categorical, Numeric, Schema
+
+if TYPE_CHECKING:
+    from .model import Model
+
+__all__ = ["decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
+
+METHODS = ("round", "multinomial")
+NUMERIC_MODES = ("uniform", "midpoint")
+DEFAULT_CHUNK_ROWS = 100_000
+
+Progress = Callable[[int, float], None]
+
+
+# -- counts ---------------------------------------------------------------------------------
+
+
+def round_counts(
+    distribution: np.ndarray, rows: int, method: str = "round", rng: np.random.Generator | int | None = None
+) -> np.ndarray:
+    """Integer counts per cell (int64) that sum exactly to ``rows``.
+
+    ``method="round"``: controlled rounding by largest remainder. Each cell gets
+    ``floor(rows * p)``, and the cells with the largest fractional parts get one more until
+    the total is ``rows``; equal fractional parts are broken at random (no bias toward low
+    cell indices). Every count is the floor or the ceiling of ``rows * p``, so the total
+    absolute error is the least possible. O(U) time (a partition, not a sort).
+
+    ``method="multinomial"``: ``rows`` independent draws from the distribution.
+
+    ``distribution`` need not be normalized: it is divided by its sum.
+    """
+    p = _check_distribution(distribution)
+    rows = _check_rows(rows)
+    _check_choice("method", method, METHODS)
+    rng = make_rng(rng)
+    total = float(p.sum())
+    if method == "multinomial":
+        return rng.multinomial(rows, p / total).astype(np.int64, copy=False)
+    frac = p / total  # not p * (rows / total), which overflows for a tiny total
+    frac *= rows
+    counts = frac.astype(np.int64)  # floor: the values are non-negative
+    frac -= counts
+    short = rows - int(counts.sum())  # in [0, U) but for float error in rows * p
+    if short >= p.size:  # float error only: spread whole rounds evenly
+        counts += short // p.size
+        short %= p.size
+    if short > 0:
+        counts[_largest(frac, short, rng)] += 1
+    while short < 0:  # float error only: floors summing past rows; take from the smallest remainders
+        positive = np.flatnonzero(counts > 0)
+        take = min(-short, positive.size)
+        counts[positive[_largest(-frac[positive], take, rng)]] -= 1
+        short += take
+    return counts
+
+
+def _largest(key: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the ``k`` largest values of ``key`` (0 < k <= size); ties chosen at random."""
+    threshold = np.partition(key, key.size - k)[key.size - k]  # the k-th largest, O(U)
+    above = np.flatnonzero(key > threshold)
+    tied = np.flatnonzero(key == threshold)
+    return np.concatenate([above, rng.choice(tied, k - above.size, replace=False)])
+
+
+# -- codes ----------------------------------------------------------------------------------
+
+
+def sample_codes(
+    distribution: np.ndarray,
+    schema: Schema,
+    rows: int,
+    method: str = "round",
+    rng: np.random.Generator | int | None = None,
+) -> np.ndarray:
+    """``rows`` rows of codes, shape ``(rows, len(schema))``, with ``round_counts``'s histogram.
+
+    The rows come in random order. Memory: one int64 cell index per row, plus the codes.
+    """
+    rng = make_rng(rng)
+    cells = _shuffled_cells(distribution, schema, rows, method, rng)
+    return schema.cell_codes(cells).astype(code_dtype(schema))
+
+
+def _shuffled_cells(distribution, schema: Schema, rows, method: str, rng: np.random.Generator) -> np.ndarray:
+    p = _check_distribution(distribution)
+    if p.size != schema.universe_size:
+        raise ValueError(
+            f"distribution has {p.size} cells but the schema's universe has {schema.universe_size}"
+        )
+    counts = round_counts(p, rows, method, rng)
+    occupied = np.flatnonzero(counts)
+    cells = np.repeat(occupied, counts[occupied])
+    rng.shuffle(cells)
+    return cells
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def decode_rows(
+    codes: np.ndarray,
+    schema: Schema,
+    numeric: str = "uniform",
+    rng: np.random.Generator | int | None = None,
+) -> pd.DataFrame:
+    """Rows of codes as a DataFrame of values, with the schema's column names.
+
+    Categorical columns give their labels and coded columns their codes. A numeric column
+    gives, with ``numeric="midpoint"``, its bin's midpoint (as ``synth.data.decode``); with
+    ``numeric="uniform"``, a value drawn uniformly inside the row's bin ``[lo, hi)``. When
+    every edge of the column is written as an integer (``18``, not ``18.0``; ``synth infer``
+    writes integer edges for integer data), the draw is an integer, uniform over
+    ``lo .. hi - 1`` (``lo .. hi`` in the last bin, which is closed). Every value read back
+    under the schema lands in its own bin.
+
+    The uniform draws take one double per numeric cell, row by row, so decoding a table in
+    chunks with one generator gives the same values as decoding it at once.
+    """
+    _check_choice("numeric", numeric, NUMERIC_MODES)
+    frame = decode(codes, schema)  # validates the codes
+    if numeric == "midpoint":
+        return frame
+    codes = np.asarray(codes)
+    positions = [j for j, column in enumerate(schema) if isinstance(column, Numeric)]
+    draws = make_rng(rng).random((codes.shape[0], len(positions)))
+    for k, j in enumerate(positions):
+        frame[schema[j].name] = _uniform_in_bins(schema[j], codes[:, j].astype(np.int64), draws[:, k])
+    return frame
+
+
+def _integer_edges(column: Numeric) -> bool:
+    return all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in column.edges)
+
+
+def _uniform_in_bins(column: Numeric, codes: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """A value per row uniform in its bin, from ``u`` uniform in [0, 1)."""
+    edges = column.edge_array
+    lo, hi = edges[codes], edges[codes + 1]
+    if _integer_edges(column):
+        width = hi - lo + (codes == column.size - 1)  # the last bin is closed
+        return (lo + np.minimum(np.floor(u * width), width - 1)).astype(np.int64)
+    values = lo + u * (hi - lo)
+    return np.minimum(values, np.nextafter(hi, lo))  # rounding could reach hi, which is the next bin
+
+
+# -- files ----------------------------------------------------------------------------------
+
+
+def write_synthetic(
+    path: str | os.PathLike,
+    distribution: np.ndarray,
+    schema: Schema,
+    rows: int,
+    *,
+    method: str = "round",
+    numeric: str = "uniform",
+    rng: np.random.Generator | int | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+) -> int:
+    """Write ``rows`` synthetic rows to a CSV file (Parquet if ``path`` ends in ``.parquet``).
+
+    The header is the schema's column names. The file appears only when complete (an error
+    leaves no partial file). Rows are decoded and written ``chunk_rows`` at a time, so memory
+    for values stays bounded; for a given seed the file does not depend on ``chunk_rows``.
+    ``progress(rows_done, fraction_done)`` is called after each chunk. Returns the rows
+    written. Parquet needs pyarrow; without it ``SynthError`` is raised before any work.
+    """
+    parquet = str(path).lower().endswith(".parquet")
+    if parquet:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise SynthError(
+                f"{path}: Parquet output needs pyarrow (pip install pyarrow); write .csv instead"
+            ) from None
+    _check_choice("method", method, METHODS)
+    _check_choice("numeric", numeric, NUMERIC_MODES)
+    if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
+        raise TypeError(f"chunk_rows ({chunk_rows!r}) must be an integer")
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows ({chunk_rows}) must be >= 1")
+    rng = make_rng(rng)
+    cells = _shuffled_cells(distribution, schema, rows, method, rng)
+    chunks = (
+        decode_rows(schema.cell_codes(cells[start : start + chunk_rows]), schema, numeric, rng)
+        for start in range(0, max(cells.size, 1), chunk_rows)  # one (maybe empty) chunk at least
+    )
+    done = 0
+    mode, options = ("wb", {}) if parquet else ("w", {"newline": "", "encoding": "utf-8"})
+    with atomic_write(path, mode, **options) as handle:
+        write = _parquet_writer(handle, schema, numeric) if parquet else _csv_writer(handle)
+        for frame in chunks:
+            write(frame)
+            done += len(frame)
+            if progress is not None:
+                progress(done, done / cells.size if cells.size else 1.0)
+        if parquet:
+            write(None)
+    return done
+
+
+def _csv_writer(handle) -> Callable[[pd.DataFrame], None]:
+    first = [True]
+
+    def write(frame: pd.DataFrame) -> None:
+        frame.to_csv(handle, header=first[0], index=False, lineterminator="\n")
+        first[0] = False
+
+    return write
+
+
+def _parquet_writer(handle, schema: Schema, numeric: str) -> Callable[[pd.DataFrame | None], None]:
+    """Writes frames as row groups under one Arrow schema fixed by ``schema`` (not by the data);
+    ``write(None)`` closes the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fields, as_text = [], []
+    for column in schema:
+        if isinstance(column, Categorical):
+            if all(isinstance(v, (int, np.integer)) for v in column.values):
+                kind = pa.int64()
+            elif column.numeric_labels:
+                kind = pa.float64()
+            else:
+                kind = pa.string()
+                if not all(isinstance(v, str) for v in column.values):
+                    as_text.append(column.name)  # labels of both kinds: all written as text
+        elif isinstance(column, Numeric):
+            kind = pa.int64() if numeric == "uniform" and _integer_edges(column) else pa.float64()
+        else:
+            kind = pa.int64()
+        fields.append(pa.field(column.name, kind))
+    arrow_schema = pa.schema(fields)
+    writer = pq.ParquetWriter(handle, arrow_schema)
+
+    def write(frame: pd.DataFrame | None) -> None:
+        if frame is None:
+            writer.close()
+            return
+        for name in as_text:
+            frame[name] = frame[name].map(str)
+        writer.write_table(pa.Table.from_pandas(frame, schema=arrow_schema, preserve_index=False))
+
+    return write
+
+
+def sample_model(
+    model: Model,
+    rows: int | None = None,
+    *,
+    method: str = "round",
+    numeric: str = "uniform",
+    rng: np.random.Generator | int | None = None,
+) -> pd.DataFrame:
+    """Synthetic rows of a ``Model`` as a DataFrame; ``rows`` defaults to ``model.rows``, rounded."""
+    if rows is None:
+        rows = int(np.rint(model.rows))
+    rng = make_rng(rng)
+    codes = sample_codes(model.distribution, model.schema, rows, method, rng)
+    return decode_rows(codes, model.schema, numeric, rng)
+
+
+# -- validation -----------------------------------------------------------------------------
+
+
+def _check_distribution(distribution: Any) -> np.ndarray:
+    try:
+        p = np.asarray(distribution, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"distribution must be an array of numbers, not {type(distribution).__name__}"
+        ) from None
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"distribution must be a non-empty 1-D array over the universe, got shape {p.shape}")
+    bad = ~np.isfinite(p)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"distribution has a non-finite value ({float(p[i])!r}) at cell {i}")
+    if p.min() < 0:
+        i = int(np.argmin(p))
+        raise ValueError(f"distribution has a negative value ({float(p[i])!r}) at cell {i}")
+    if not p.sum() > 0:
+        raise ValueError("distribution sums to 0; it needs a positive total")
+    return p
+
+
+def _check_rows(rows: Any) -> int:
+    if not isinstance(rows, numbers.Integral) or isinstance(rows, bool):
+        raise TypeError(f"rows ({rows!r}) must be an integer")
+    if rows < 0:
+        raise ValueError(f"rows ({rows}) must be >= 0")
+    return int(rows)
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if not (isinstance(value, str) and value in allowed):
+        raise ValueError(f"{name} ({value!r}) must be one of: {', '.join(map(repr, allowed))}")
