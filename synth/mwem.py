@@ -12,9 +12,17 @@ T rounds over a dense distribution A over the universe (uniform, or a public pri
    A[u] *= exp((y_S[s(u)] - n A_S[s(u)]) / (2n)); repeated for ``passes`` passes, or until a
    pass changes nothing (every factor within 1e-9 of 1).
 
-The release is A_T (``output="last"``) or the average of A_1..A_T (``"average"``). Budget:
-eps_round = (epsilon - eps_count) / T, split by ``select_share``; every charge goes through the
-accountant. n is public (``rows``) or a noisy count bought with ``count_share * epsilon``.
+When the T rounds measure every candidate anyway, selection could only reorder them, so by
+default it is skipped and the whole budget measures (in workload order). After the rounds,
+a **final fit** runs more passes (``final_passes`` at most) until the measurements' total
+absolute residual falls to ``FIT_TOLERANCE`` times the noise's expected total: fitting
+further would fit the noise (on adult the error rises again past that point). The fit reads
+only the noisy measurements, so it is post-processing.
+
+The release is A_T (``output="last"``) or the average of A_1..A_T (``"average"``, no final
+fit). Budget: eps_round = (epsilon - eps_count) / T, split by ``select_share``; every charge
+goes through the accountant. n is public (``rows``) or a noisy count bought with
+``count_share * epsilon``.
 """
 
 from __future__ import annotations
@@ -27,16 +35,29 @@ import numpy as np
 from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .mechanisms import discrete_laplace, exponential
 from .rng import make_rng
+from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense, multiply_by_marginal
+from .tables import (
+    DEFAULT_MAX_CELLS,
+    SelectedCells,
+    _check_cells,
+    marginal,
+    marginal_from_dense,
+    marginals_from_dense,
+    multiply_by_marginal,
+)
 from .validation import check_epsilon, check_positive_int, check_probability
 from .workload import Workload
 
-__all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES"]
+__all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE"]
 
-DEFAULT_ROUNDS = 20
-DEFAULT_PASSES = 10
-_COUNT_SHARE = 0.05
+DEFAULT_ROUNDS = 50
+DEFAULT_PASSES = 3
+DEFAULT_FINAL_PASSES = 1000
+#: Share of a round's epsilon for selection when selection is needed (AIM's choice, about 0.1).
+DEFAULT_SELECT_SHARE = 0.1
+#: The final fit stops once the residual falls to this fraction of the expected noise.
+FIT_TOLERANCE = 0.97
 
 
 @dataclass
@@ -67,21 +88,30 @@ def mwem(
     *,
     rounds: int = DEFAULT_ROUNDS,
     measure: str = "marginal",
-    select_share: float = 0.5,
+    select_share: float | None = None,
     passes: int = DEFAULT_PASSES,
+    final_passes: int = DEFAULT_FINAL_PASSES,
     output: str = "last",
     rows: int | None = None,
-    count_share: float = _COUNT_SHARE,
+    count_share: float = DEFAULT_COUNT_SHARE,
     prior: np.ndarray | None = None,
     rng: np.random.Generator | int | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress=None,
 ) -> MWEMResult:
-    """Run MWEM on the encoded rows ``codes`` for ``workload``; epsilon-DP in total."""
+    """Run MWEM on the encoded rows ``codes`` for ``workload``; epsilon-DP in total.
+
+    ``select_share=None`` spends ``DEFAULT_SELECT_SHARE`` of each round on selection, or
+    nothing when the rounds measure every candidate anyway (selection could only change
+    their order, so the whole budget goes to measurement).
+    """
     epsilon = check_epsilon(epsilon)
     rounds = check_positive_int(rounds, "rounds")
     passes = check_positive_int(passes, "passes")
-    select_share = check_probability(select_share, "select_share")
+    if isinstance(final_passes, bool) or not isinstance(final_passes, int) or final_passes < 0:
+        raise ValueError(f"final_passes ({final_passes!r}) must be an integer >= 0")
+    if select_share is not None:
+        select_share = check_probability(select_share, "select_share")
     if measure not in ("marginal", "query"):
         raise ValueError(f"measure ({measure!r}) must be 'marginal' or 'query'")
     if output not in ("last", "average"):
@@ -89,15 +119,13 @@ def mwem(
     _check_cells(schema.universe_size, "the MWEM distribution over the universe", max_cells)
     generator = make_rng(rng)
     accountant = Accountant(epsilon)
-    public_rows = rows if rows is not None else schema.rows
-    if public_rows is None:
-        count_epsilon = count_share * epsilon
-        n = float(max(1, discrete_laplace(int(codes.shape[0]), count_epsilon, 1, generator, accountant=accountant,
-                                          note="noisy row count")))
-    else:
-        count_epsilon, n = 0.0, float(public_rows)
+    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    n, count_epsilon = float(count.rows), count.epsilon
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     rounds_run = min(rounds, len(candidates))
+    select = select_share is not None or rounds_run < len(candidates)
+    if select_share is None:
+        select_share = DEFAULT_SELECT_SHARE if select else 0.0
     per_round = split_epsilon(subtract_epsilon(epsilon, count_epsilon), rounds_run)
     eps_select = per_round * select_share
     eps_measure = subtract_epsilon(per_round, eps_select)
@@ -113,67 +141,90 @@ def mwem(
     selections: dict[int, SelectedCells] = {}
 
     for t in range(rounds_run):
-        estimate = _Estimate(weights, total, schema, n)
-        if measure == "marginal":
-            scores = np.array([-np.inf if s in chosen else float(np.abs(true_tables[s] - estimate.table(s)).sum())
-                               for s in candidates])
+        if select:
+            estimate = _Estimate(weights, total, schema, workload.subsets, n)
+            if measure == "marginal":
+                scores = np.array([-np.inf if s in chosen else float(np.abs(true_tables[s] - estimate.table(s)).sum())
+                                   for s in candidates])
+            else:
+                scores = np.abs(true_answers - workload.answer(estimate.table))
+                scores[list(chosen)] = -np.inf
+            pick = exponential(scores, eps_select, 1.0, generator, accountant=accountant,
+                               note=f"MWEM round {t + 1} select")
         else:
-            answers = workload.answer(estimate.table)
-            scores = np.abs(true_answers - answers)
-            scores[list(chosen)] = -np.inf
-        pick = exponential(scores, eps_select, 1.0, generator, accountant=accountant, note=f"MWEM round {t + 1} select")
+            pick = t  # every candidate is measured: in workload order, no selection
         key = candidates[pick]
         chosen.add(key)
         if measure == "marginal":
             noisy = discrete_laplace(true_tables[key], eps_measure, 1, generator, accountant=accountant,
                                      note=f"MWEM round {t + 1} measure {','.join(key)}")
-            measured.append(("marginal", key, noisy.astype(np.float64)))
+            measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
             log.append({"round": t + 1, "marginal": list(key), "noisy": noisy})
         else:
             noisy = discrete_laplace(int(true_answers[key]), eps_measure, 1, generator, accountant=accountant,
                                      note=f"MWEM round {t + 1} measure query {key}")
             measured.append(("query", key, float(noisy)))
             log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key), "noisy": int(noisy)})
-        total = _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections)
+        if select or average is not None:  # the estimate is needed now: by the next selection or the average
+            total = _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections)
         if average is not None:
             average += weights / total
         if progress is not None:
-            progress(t + 1, (t + 1) / rounds_run)
+            progress(t + 1, (t + 1) / (rounds_run + (final_passes > 0)))
+    fit_passes, target = 0, FIT_TOLERANCE * expected_noise(measured, eps_measure)
+    if average is None and final_passes:
+        total, fit_passes, _ = _fit(weights, total, schema, workload, measured, n, final_passes, selections, target)
     distribution = average / rounds_run if average is not None else weights / total
     parameters = {"rounds": rounds_run, "measure": measure, "select_share": select_share, "passes": passes,
-                  "output": output, "epsilon_select": eps_select, "epsilon_measure": eps_measure,
-                  "epsilon_count": count_epsilon}
-    return MWEMResult(distribution, n, public_rows is not None, accountant, log, parameters)
+                  "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,
+                  "fit_target_residual": target, "output": output,
+                  "epsilon_select": eps_select, "epsilon_measure": eps_measure, "epsilon_count": count_epsilon}
+    return MWEMResult(distribution, n, count.public, accountant, log, parameters)
 
 
 class _Estimate:
-    """Marginals of the current distribution, in rows, computed on demand within one round."""
+    """The current distribution's marginal tables (in rows) on every workload subset, from one
+    fused walk over the universe."""
 
-    def __init__(self, weights, total, schema, n):
-        self.weights, self.total, self.schema, self.n = weights, total, schema, n
-        self._tables: dict = {}
+    def __init__(self, weights, total, schema, subsets, n):
+        tables = marginals_from_dense(weights, schema, subsets)
+        self._tables = {s: t * (n / total) for s, t in zip(subsets, tables)}
 
     def table(self, subset):
-        if subset not in self._tables:
-            self._tables[subset] = marginal_from_dense(self.weights, self.schema, subset) * (self.n / self.total)
         return self._tables[subset]
 
 
-def _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections) -> float:
-    """Passes of MW over every measurement; returns the new total of ``weights`` (updated in place)."""
+def _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections,
+                            stop_residual: float = 0.0) -> float:
+    """Passes of MW over every measurement; returns the new total of ``weights`` (updated in place).
+
+    Stops early once a pass changes nothing, or once the measurements' total absolute residual
+    falls to ``stop_residual`` (fitting closer than the noise would fit the noise).
+    """
+    total, _, _ = _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual)
+    return total
+
+
+def _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual: float = 0.0):
+    """``_multiplicative_weights``, also returning the passes run and the last pass's residual."""
+    done = 0
+    residual = math.inf
     for _ in range(passes):
-        largest_change = 0.0
+        done += 1
+        largest_change = residual = 0.0
         for kind, key, noisy in measured:
             if kind == "marginal":
                 estimate = marginal_from_dense(weights, schema, key) * (n / total)
                 exponent = (noisy - estimate) / (2 * n)
                 largest_change = max(largest_change, float(np.abs(exponent).max()))
+                residual += float(np.abs(exponent).sum()) * 2 * n
                 total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
             else:
                 query = workload[key]
                 estimate = n * workload_value(weights, schema, query) / total
                 exponent = (noisy - estimate) / (2 * n)
                 largest_change = max(largest_change, abs(exponent))
+                residual += abs(exponent) * 2 * n
                 selection = selections.setdefault(key, SelectedCells(schema, query))
                 factor = math.exp(exponent)
                 before = selection.scale(weights, factor)
@@ -181,9 +232,17 @@ def _multiplicative_weights(weights, total, schema, workload, measured, n, passe
         if not 1e-300 < total < 1e300:
             weights /= total
             total = 1.0
-        if largest_change < 1e-9:
+        if largest_change < 1e-9 or residual <= stop_residual:
             break
-    return total
+    return total, done, residual
+
+
+def expected_noise(measured, epsilon: float) -> float:
+    """E[sum of |noise|] over every measured value: discrete Laplace of scale 1/epsilon has
+    E|X| = 2r / (1 - r^2) with r = exp(-epsilon)."""
+    r = math.exp(-epsilon)
+    values = sum(np.size(noisy) for _, _, noisy in measured)
+    return values * 2 * r / (1 - r * r)
 
 
 def workload_value(weights: np.ndarray, schema: Schema, query) -> float:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from synth.mwem import mwem
+from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_SELECT_SHARE, FIT_TOLERANCE, expected_noise, mwem
 from synth.tables import marginal, marginal_from_dense
 
 from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
@@ -79,6 +79,50 @@ def test_model_round_trip(tmp_path):
 def test_every_round_fits_after_the_row_count_purchase(epsilon, rounds):
     """The count, selection and measurement budgets must add up to at most epsilon exactly,
     or the accountant would refuse the last round."""
-    result = mwem(correlated_codes(2_000, 12), SCHEMA, WORKLOAD, epsilon, rounds=rounds, rng=13)
+    result = mwem(correlated_codes(2_000, 12), SCHEMA, WORKLOAD, epsilon, rounds=rounds, select_share=0.5, rng=13)
     assert len(result.accountant.ledger()) == 1 + 2 * rounds
     assert result.accountant.spent().epsilon <= epsilon
+
+
+def test_measuring_every_candidate_skips_selection():
+    """When the rounds cover every marginal, selection could only reorder them: by default the
+    whole budget measures, in workload order; an explicit select_share still selects."""
+    codes = correlated_codes(5_000, 14)
+    result = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=50, rows=5_000, rng=15)
+    notes = [charge.note for charge in result.accountant.ledger()]
+    assert len(notes) == len(WORKLOAD.subsets) and not any("select" in note for note in notes)
+    assert [tuple(m["marginal"]) for m in result.measurements] == WORKLOAD.subsets
+    assert result.accountant.spent().epsilon == pytest.approx(1.0, rel=1e-12)
+    assert result.parameters["epsilon_select"] == 0
+    chosen = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=50, select_share=0.2, rows=5_000, rng=15)
+    assert sum("select" in c.note for c in chosen.accountant.ledger()) == len(WORKLOAD.subsets)
+    fewer = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=15)
+    assert fewer.parameters["select_share"] == DEFAULT_SELECT_SHARE
+
+
+def test_expected_noise_matches_the_discrete_laplace():
+    from synth.mechanisms import discrete_laplace
+
+    draws = discrete_laplace(np.zeros(200_000, dtype=np.int64), 0.3, 1, np.random.default_rng(16))
+    measured = [("marginal", ("a",), np.zeros(200_000))]
+    assert expected_noise(measured, 0.3) == pytest.approx(np.abs(draws).sum(), rel=0.02)
+
+
+def test_final_fit_stops_near_the_noise_level_and_helps():
+    """The final fit runs until the residual reaches the expected noise (not to zero, which
+    would fit the noise), and it lowers the error against the unfitted estimate."""
+    codes = correlated_codes(20_000, 17)
+    fitted = [mwem(codes, SCHEMA, WORKLOAD, 1.0, rows=20_000, rng=seed) for seed in range(5)]
+    unfitted = [mwem(codes, SCHEMA, WORKLOAD, 1.0, rows=20_000, rng=seed, final_passes=0) for seed in range(5)]
+    assert np.median([l1_error(r.distribution, codes) for r in fitted]) < \
+        np.median([l1_error(r.distribution, codes) for r in unfitted])
+    for result in fitted:
+        noise = result.parameters["epsilon_measure"]
+        residual = sum(np.abs(np.asarray(m["noisy"]) - 20_000 * marginal_from_dense(result.distribution, SCHEMA, tuple(m["marginal"]))).sum()
+                       for m in result.measurements)
+        expected = expected_noise([(None, None, np.asarray(m["noisy"])) for m in result.measurements], noise)
+        assert result.parameters["fit_target_residual"] == pytest.approx(FIT_TOLERANCE * expected)
+        passes = result.parameters["final_passes_run"]
+        assert 1 <= passes <= DEFAULT_FINAL_PASSES
+        if passes < DEFAULT_FINAL_PASSES:  # stopped early: at the noise level (within one pass's change)
+            assert residual <= 1.05 * FIT_TOLERANCE * expected
