@@ -132,6 +132,14 @@ class StreamingExponential:
     def candidates_seen(self) -> int:
         return self._seen
 
+    @property
+    def leader(self) -> int:
+        """Index of the current leader (-1 before any finite score); only ``choose()`` releases it.
+
+        Lets a caller keep the leading candidate's data without storing every candidate.
+        """
+        return self._best_index
+
     def feed(self, scores) -> None:
         """Add the next chunk of candidates (their indices continue from the last chunk)."""
         if self._chosen:

@@ -1,0 +1,331 @@
+"""The BLR net mechanism (Blum, Ligett and Roth 2008): the exponential mechanism over small databases.
+
+The range is a net N of databases of m rows from the universe U, each row standing for n/m
+rows of the data. A candidate y scores ``-max_q |x_q - n y_q / m|`` over the workload's
+queries (x_q the true count, y_q y's count, n the public or noisy row count): sensitivity 1,
+since n is public. One candidate is released, with probability proportional to
+``exp(epsilon * score / 2)``. Two nets:
+
+* ``"exact"``: every multiset of m cells, C(|U|+m-1, m) of them, enumerated in a Numba loop
+  that moves one element at a time and samples by streaming Gumbel-max, never storing N.
+  Refused (``NetTooLarge``, with the size) when N is larger than ``max_net``.
+* ``"sampled"``: K candidates whose m rows are drawn i.i.d. from a public prior (uniform by
+  default) by a generator split off before the data is touched, so the range is independent
+  of the data and the mechanism is still exactly epsilon-DP; its utility bound is weaker.
+
+Utility (fractions of n, probability >= 1 - beta): the exact net holds a database within
+``alpha(m) = sqrt(ln(2|C|) / (2m))`` of the data (Hoeffding plus a union bound over the
+|C| queries), and the exponential mechanism loses at most ``2 (ln|N| + ln(1/beta)) / (epsilon n)``
+against the best candidate of its range. A sampled net only promises the second term on top
+of its best candidate's error, which depends on the data and is not released.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+
+from ._kernels.net import sample_exact_net
+from .accounting import Accountant, subtract_epsilon
+from .errors import SynthError
+from .mechanisms import StreamingExponential
+from .rng import kernel_state, make_rng
+from .row_count import DEFAULT_COUNT_SHARE, row_count
+from .schema import Schema
+from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
+from .validation import check_epsilon, check_positive_int, check_probability
+from .workload import Workload
+
+__all__ = [
+    "BLRResult",
+    "NetTooLarge",
+    "blr",
+    "log_net_size",
+    "net_alpha",
+    "net_size_for_alpha",
+    "choose_net_size",
+    "DEFAULT_CANDIDATES",
+    "DEFAULT_MAX_NET",
+]
+
+#: Candidates of a sampled net unless the caller says otherwise.
+DEFAULT_CANDIDATES = 10_000
+#: Largest exact net enumerated unless the caller raises it (seconds at typical speeds).
+DEFAULT_MAX_NET = 10**7
+#: Largest (universe x queries) indicator the exact net builds.
+_MAX_INDICATOR = 5 * 10**7
+_STEPS_PER_CALL = 1 << 22  # exact-net candidates per kernel call, between progress reports
+_SAMPLED_CHUNK_ROWS = 1 << 20  # candidate rows drawn and scored at once
+
+
+class NetTooLarge(SynthError):
+    """The exact net is larger than the enumeration cap."""
+
+
+def log_net_size(universe: int, m: int) -> float:
+    """ln C(|U| + m - 1, m): the natural log of the number of m-row multisets over U."""
+    return math.lgamma(universe + m) - math.lgamma(m + 1) - math.lgamma(universe)
+
+
+def net_alpha(m: int, queries: int) -> float:
+    """The accuracy (fraction of n) some m-row database is guaranteed to reach on every query."""
+    return math.sqrt(math.log(2 * max(queries, 1)) / (2 * m))
+
+
+def net_size_for_alpha(alpha: float, queries: int) -> int:
+    """m = ceil(ln|C| / alpha^2), the net size the lecture notes give for accuracy alpha."""
+    return max(1, math.ceil(math.log(max(queries, 2)) / alpha**2))
+
+
+def _exact_bound(m: int, universe: int, queries: int, epsilon: float, rows: int, beta: float) -> float:
+    return net_alpha(m, queries) + 2 * (log_net_size(universe, m) + math.log(1 / beta)) / (epsilon * rows)
+
+
+def choose_net_size(universe: int, queries: int, epsilon: float, rows: int, beta: float = 0.05,
+                    max_net: float | None = None, largest: int = 100_000) -> int:
+    """The m in 1..largest that minimizes the exact net's error bound (within ``max_net`` if given).
+
+    Uses only public quantities (|U|, |C|, epsilon, n, beta). Raises ``NetTooLarge`` when even
+    m = 1 does not fit.
+    """
+    best, best_bound = 0, math.inf
+    for m in range(1, largest + 1):
+        if max_net is not None and not _fits(universe, m, max_net):
+            break
+        bound = _exact_bound(m, universe, queries, epsilon, rows, beta)
+        if bound < best_bound:
+            best, best_bound = m, bound
+        elif m > 2 * best:  # the bound is unimodal in m: stop well past the minimum
+            break
+    if best == 0:
+        raise NetTooLarge(f"even 1-row databases number {universe:,}, more than the cap of {max_net:,.0f}")
+    return best
+
+
+def _fits(universe: int, m: int, max_net: float) -> bool:
+    """C(|U|+m-1, m) <= max_net, exactly (the float log only rules out the far-off cases)."""
+    if log_net_size(universe, m) > math.log(max_net) + 1e-6:
+        return False
+    return math.comb(universe + m - 1, m) <= max_net
+
+
+def _scientific(number: int) -> str:
+    """An integer of any size as 1.234e+56 (floats overflow past 1e308)."""
+    if number < 10**6:
+        return f"{number:,}"
+    if number < 10**300:
+        return f"{number:.3e}"
+    mantissa, exponent = format(Decimal(number), ".3e").split("e")
+    return f"{mantissa}e{exponent}"
+
+
+@dataclass
+class BLRResult:
+    """The released m-row database and how it was chosen (all public)."""
+
+    cells: np.ndarray  # the chosen multiset: m cell indices, sorted
+    schema: Schema
+    rows: float
+    rows_public: bool
+    accountant: Accountant
+    parameters: dict = field(default_factory=dict)
+
+    @property
+    def distribution(self) -> np.ndarray:
+        """The chosen database as a distribution over U: each row weighs 1/m."""
+        counts = np.bincount(self.cells, minlength=self.schema.universe_size)
+        return counts / self.cells.size
+
+    def to_model(self, *, seeded: bool = False):
+        from .model import Model
+
+        log = [{"net": self.parameters["net"], "chosen_cells": self.cells.tolist()}]
+        return Model(schema=self.schema, mechanism="blr", distribution=self.distribution, rows=self.rows,
+                     rows_public=self.rows_public, parameters=self.parameters, privacy=self.accountant.to_dict(),
+                     round_log=log, seeded=seeded)
+
+
+class _QueryCounts:
+    """Counts of every workload query on many small databases at once, through their marginals.
+
+    For each column subset S of the workload, a sparse (cells of S) x (queries on S) 0/1 matrix
+    turns a database's marginal table on S into its query counts.
+    """
+
+    def __init__(self, schema: Schema, workload: Workload):
+        self.schema, self.n_queries = schema, len(workload)
+        self.groups = []
+        for subset, ids in workload.groups().items():
+            positions = np.array([schema.index(c) for c in subset], dtype=np.int64)
+            shape = tuple(schema[c].size for c in subset)
+            strides = np.array([int(np.prod(shape[i + 1:])) for i in range(len(shape))], dtype=np.int64)
+            columns = []
+            for i in ids:
+                member = np.zeros(shape, dtype=bool)
+                member[np.ix_(*workload[i].allowed)] = True
+                columns.append(np.flatnonzero(member))
+            matrix = sparse.csc_matrix(
+                (np.ones(sum(c.size for c in columns), dtype=np.int64),
+                 np.concatenate(columns), np.cumsum([0] + [c.size for c in columns])),
+                shape=(int(np.prod(shape)), len(ids)))
+            self.groups.append((ids, positions, strides, matrix))
+
+    def counts(self, cells: np.ndarray) -> np.ndarray:
+        """``(k, Q)`` int64 counts for ``k`` databases given as a ``(k, m)`` array of cell indices."""
+        k, m = cells.shape
+        codes = self.schema.cell_codes(cells.reshape(-1))
+        out = np.zeros((k, self.n_queries), dtype=np.int64)
+        owner = np.repeat(np.arange(k, dtype=np.int64), m)
+        for ids, positions, strides, matrix in self.groups:
+            size = matrix.shape[0]
+            index = owner * size + codes[:, positions] @ strides
+            tables = np.bincount(index, minlength=k * size).reshape(k, size)
+            out[:, ids] = (matrix.T @ tables.T).T
+        return out
+
+    def indicator(self) -> np.ndarray:
+        """``(U, Q)`` int64: 1 where cell u satisfies query q (for the exact net)."""
+        every = np.arange(self.schema.universe_size, dtype=np.int64)
+        return self.counts(every[:, None])
+
+
+def blr(
+    codes: np.ndarray,
+    schema: Schema,
+    workload: Workload,
+    epsilon: float,
+    *,
+    net: str = "exact",
+    net_size: int | None = None,
+    alpha: float | None = None,
+    candidates: int = DEFAULT_CANDIDATES,
+    beta: float = 0.05,
+    rows: int | None = None,
+    count_share: float = DEFAULT_COUNT_SHARE,
+    prior: np.ndarray | None = None,
+    rng: np.random.Generator | int | None = None,
+    max_net: int = DEFAULT_MAX_NET,
+    max_cells: int = DEFAULT_MAX_CELLS,
+    progress=None,
+) -> BLRResult:
+    """Release one m-row database by the net mechanism; epsilon-DP in total.
+
+    m is ``net_size``, else ``net_size_for_alpha(alpha, |C|)``, else the m minimizing the exact
+    net's error bound (``choose_net_size``) among the m whose exact net has at most ``max_net``
+    members (exact) or ``candidates`` members (sampled: larger m makes every random candidate
+    close to the prior, and K candidates cannot cover a much larger net).
+    """
+    epsilon = check_epsilon(epsilon)
+    beta = check_probability(beta, "beta")
+    if net not in ("exact", "sampled"):
+        raise ValueError(f"net ({net!r}) must be 'exact' or 'sampled'")
+    if len(workload) == 0:
+        raise ValueError("the workload has no queries: the net mechanism needs something to score")
+    candidates = check_positive_int(candidates, "candidates")
+    if rows is not None:
+        rows = check_positive_int(rows, "rows")
+    if prior is not None and net == "exact":
+        raise ValueError("prior applies to the sampled net only (the exact net holds every database)")
+    universe = schema.universe_size
+    _check_cells(universe, "the BLR release over the universe", max_cells)
+    generator = make_rng(rng)
+    # Split off the candidates' generator before anything reads the data: the range stays public.
+    candidate_rng = np.random.default_rng(generator.integers(0, 2**63 - 1, size=4))
+    accountant = Accountant(epsilon)
+    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    eps_select = subtract_epsilon(epsilon, count.epsilon)
+    n_queries = len(workload)
+    if net_size is not None:
+        m = check_positive_int(net_size, "net_size")
+    elif alpha is not None:
+        m = net_size_for_alpha(check_probability(alpha, "alpha"), n_queries)
+    else:
+        m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net if net == "exact" else candidates)
+    query_counts = _QueryCounts(schema, workload)
+    true_counts = workload.answer({s: marginal(codes, schema, s) for s in workload.subsets}).astype(np.int64)
+    if net == "exact":
+        chosen, scored = _sample_exact(query_counts, true_counts, count.rows, m, eps_select, max_net, generator,
+                                       accountant, progress)
+        log_range = log_net_size(universe, m)
+    else:
+        chosen = _sample_net(query_counts, true_counts, count.rows, m, candidates, eps_select, prior, candidate_rng,
+                             generator, accountant, progress)
+        scored, log_range = candidates, math.log(candidates)
+    selection_loss = 2 * (log_range + math.log(1 / beta)) / (eps_select * count.rows)
+    parameters = {
+        "net": net, "net_size": m, "candidates": int(scored), "epsilon_select": eps_select,
+        "epsilon_count": count.epsilon, "beta": beta,
+        "bound_exact_net": _exact_bound(m, universe, n_queries, eps_select, count.rows, beta),
+        "net_alpha": net_alpha(m, n_queries), "selection_loss": selection_loss,
+    }
+    return BLRResult(np.sort(chosen), schema, float(count.rows), count.public, accountant, parameters)
+
+
+def _sample_exact(query_counts, true_counts, n_rows, m, epsilon, max_net, generator, accountant, progress):
+    universe = query_counts.schema.universe_size
+    if not _fits(universe, m, max_net):
+        largest = 0
+        while largest + 1 < m and _fits(universe, largest + 1, max_net):
+            largest += 1
+        hint = f"--net-size {largest} fits" if largest else "no net size fits"
+        size = _scientific(math.comb(universe + m - 1, m)) if m < 10**5 else f"about e^{log_net_size(universe, m):.4g}"
+        raise NetTooLarge(
+            f"the exact net of {m}-row databases over {universe:,} cells has {size} candidates, more than the "
+            f"cap of {max_net:,}; {hint}, or use --net sampled --candidates K, or fewer columns"
+        )
+    size = math.comb(universe + m - 1, m)
+    if universe * query_counts.n_queries > _MAX_INDICATOR:
+        raise NetTooLarge(f"the exact net needs a {universe:,} x {query_counts.n_queries:,} indicator table, more "
+                          f"than {_MAX_INDICATOR:,} entries; use --net sampled or fewer columns or queries")
+    indicator = np.ascontiguousarray(query_counts.indicator())
+    accountant.check(epsilon)
+    state = kernel_state(generator)
+    cells = np.zeros(m, dtype=np.int64)
+    counts = m * indicator[0].copy()
+    best = np.array([-np.inf, 0.0])
+    best_cells = np.zeros(m, dtype=np.int64)
+    seen, done = 0, False
+    while not done:
+        steps, done = sample_exact_net(indicator, m * true_counts, n_rows, epsilon / 2, state, cells, counts,
+                                       _STEPS_PER_CALL, best, best_cells)
+        seen += steps
+        if progress is not None:
+            progress(seen, seen / size)
+    accountant.spend(epsilon, mechanism="exponential (gumbel, exact net)", note=f"BLR exact net, m={m}, |N|={size:,}")
+    return best_cells, seen
+
+
+def _sample_net(query_counts, true_counts, n_rows, m, k, epsilon, prior, candidate_rng, generator, accountant,
+                progress):
+    universe = query_counts.schema.universe_size
+    cumulative = None if prior is None else np.cumsum(_normalized(prior, universe))
+    chooser = StreamingExponential(epsilon, 1.0, generator, accountant=accountant,
+                                   note=f"BLR sampled net, m={m}, K={k:,}")
+    chunk = max(1, _SAMPLED_CHUNK_ROWS // m)
+    chosen = None
+    for start in range(0, k, chunk):
+        size = min(chunk, k - start)
+        if cumulative is None:
+            cells = candidate_rng.integers(0, universe, size=(size, m), dtype=np.int64)
+        else:
+            draws = candidate_rng.random((size, m)) * cumulative[-1]
+            cells = np.minimum(np.searchsorted(cumulative, draws, side="right"), universe - 1).astype(np.int64)
+        gaps = np.abs(m * true_counts[None, :] - n_rows * query_counts.counts(cells))
+        chooser.feed(-gaps.max(axis=1) / m)
+        if chooser.leader >= start:
+            chosen = cells[chooser.leader - start].copy()
+        if progress is not None:
+            progress(start + size, (start + size) / k)
+    chooser.choose()
+    return chosen
+
+
+def _normalized(prior, universe) -> np.ndarray:
+    prior = np.asarray(prior, dtype=np.float64).reshape(-1)
+    if prior.size != universe or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
+        raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
+    return prior / prior.sum()
