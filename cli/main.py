@@ -8,6 +8,7 @@ from synth import __version__
 
 from ._common import SynthGroup
 from .answer_cmd import answer
+from .generate_cmd import generate
 from .schema_cmd import schema
 from .workload_cmd import workload
 
@@ -21,9 +22,11 @@ def main() -> None:
       synth schema show datasets/grades-schema.json
       synth workload marginals --schema S.json --way 2 -o W.json
       synth answer DATA.csv --schema S.json --workload W.json --exact -o answers.csv
+      synth generate DATA.csv --schema S.json --workload W.json --epsilon 1 -o synthetic.csv
     """
 
 
 main.add_command(schema)
 main.add_command(workload)
 main.add_command(answer)
+main.add_command(generate)

@@ -1,0 +1,212 @@
+"""``synth generate``: fit a private model of DATA.csv for a workload and write a synthetic table."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import (
+    BETA,
+    DELTA,
+    EPSILON,
+    CheckedFloat,
+    columns_option,
+    load_schema,
+    note,
+    output_folder_exists,
+    progress,
+    quiet_option,
+    schema_option,
+    seed_option,
+    warn,
+)
+
+MECHANISMS = ("mwem", "blr", "pmw")
+
+
+@click.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@schema_option
+@click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Workload JSON: the queries the synthetic table should answer well.")
+@click.option("--mechanism", type=click.Choice(MECHANISMS), default="mwem", show_default=True,
+              help="mwem (offline workload), blr (net mechanism, small universes) or pmw (Private "
+                   "Multiplicative Weights).")
+@click.option("--epsilon", type=EPSILON, required=True, help="Privacy budget epsilon for the whole run.")
+@click.option("--delta", type=DELTA, default=0.0, show_default=True,
+              help="Privacy budget delta (pmw only; mwem and blr are pure epsilon-DP).")
+@click.option("--rows", type=click.IntRange(1),
+              help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
+@click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
+              help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
+@click.option("--rounds", type=click.IntRange(1), help="mwem: rounds T (default 50, at most one per marginal or query).")
+@click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
+              help="mwem: measure a whole marginal per round, or one query.")
+@click.option("--select-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="mwem: share of each round's epsilon spent on selection (the rest measures). Default 0.1, "
+                   "or none when the rounds measure every candidate anyway.")
+@click.option("--passes", type=click.IntRange(1),
+              help="mwem: multiplicative-weights passes per round (default 3; a final fit follows); pmw: times the "
+                   "workload is fed (default 1).")
+@click.option("--average", is_flag=True, help="mwem: release the average of the rounds' estimates, not the last.")
+@click.option("--net", type=click.Choice(["exact", "sampled"]), default="exact", show_default=True,
+              help="blr: enumerate every m-row database (tiny universes) or score K data-independent candidates.")
+@click.option("--net-size", type=click.IntRange(1),
+              help="blr: rows m of each candidate database (default: the m minimizing the error bound).")
+@click.option("--candidates", type=click.IntRange(1), help="blr --net sampled: candidates K (default 10,000).")
+@click.option("--max-net", type=click.IntRange(1), help="blr --net exact: most candidates enumerated (default 10^7).")
+@click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"),
+              help="Target accuracy alpha (fraction of n): blr sets m = ceil(ln|C| / alpha^2); pmw plans for it.")
+@click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
+@click.option("--beta", type=BETA, default=0.05, show_default=True, help="Failure probability of the stated bounds.")
+@click.option("--sample-rows", type=click.IntRange(0),
+              help="Rows in the synthetic table (default: n, the public or noisy row count).")
+@click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,
+              help="Turn the model into rows by controlled rounding (lower error) or multinomial sampling.")
+@click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True), callback=output_folder_exists,
+              help="Also save the released model (for synth answer --model and synth sample).")
+@seed_option
+@columns_option
+@quiet_option
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+              callback=output_folder_exists, help="Synthetic table to write (.csv, or .parquet with pyarrow).")
+def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
+             select_share, passes, average, net, net_size, candidates, max_net, alpha, updates, beta, sample_rows,
+             rounding, model_file, seed, columns, quiet, output) -> None:
+    """Fit a differentially private model of DATA.csv and write a synthetic table.
+
+    The model answers the --workload's queries well; the synthetic table has the schema's
+    columns and values (numeric columns get a value drawn inside the released bin). The whole
+    run is epsilon-DP (pmw: (epsilon, delta)-DP). n is public only with --rows or rows in the
+    schema; otherwise a noisy count is bought from the budget and reported.
+
+    \b
+    Examples:
+      synth generate adult.csv --schema adult-domain.json --workload w3.json \\
+          --epsilon 1 --rows 48842 -o synthetic.csv --model mwem.npz
+      synth generate tiny.csv --schema tiny.json --workload w.json --mechanism blr \\
+          --net exact --net-size 4 --epsilon 1 -o synthetic.csv
+      synth generate adult.csv --schema adult-domain.json --workload w.json --mechanism blr \\
+          --net sampled --candidates 100000 --epsilon 1 -o synthetic.csv
+    """
+    _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
+                   measure)
+    _check_output_format(output)
+    from synth.workload import Workload
+
+    full, selected = load_schema(schema_file, columns)
+    queries = Workload.load(workload_file, selected)
+    public_rows = rows if rows is not None else selected.rows
+    share = _count_share(count_epsilon, epsilon)
+    from synth.data import read
+
+    with progress(f"reading {data}", quiet) as update:
+        encoded = read(data, full, columns=columns, progress=update)
+    options = {"delta": delta, "rows": public_rows, "rounds": rounds, "measure": measure,
+               "select_share": select_share, "passes": passes, "average": average, "net": net, "net_size": net_size,
+               "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
+               "seed": seed}
+    fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
+    with progress(mechanism, quiet) as update:
+        model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
+    from synth.sample import write_synthetic
+
+    count = round(model.rows) if sample_rows is None else sample_rows
+    with progress(f"writing {output}", quiet) as update:
+        written = write_synthetic(output, model.distribution, selected, count, method=rounding, rng=seed,
+                                  progress=update)
+    if model_file:
+        model.save(model_file)
+    for line in lines:
+        note(line)
+    spent = accountant.spent()
+    n_text = f"n={model.rows:,.0f} ({'public' if model.rows_public else 'noisy count, bought from the budget'})"
+    note(f"{mechanism}: privacy spent epsilon={spent.epsilon:.6g}, delta={spent.delta:g} of epsilon={epsilon:g}; "
+         f"{n_text}")
+    note(f"wrote {written:,} synthetic rows to {output}" + (f"; model saved to {model_file}" if model_file else ""))
+
+
+def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
+                   measure) -> None:
+    """Refuse options that belong to another mechanism rather than ignoring them silently."""
+    given = {
+        "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
+        "--measure": measure != "marginal", "--net": net != "exact", "--net-size": net_size is not None,
+        "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
+        "--delta": delta > 0,
+    }
+    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure"},
+              "blr": {"--net", "--net-size", "--candidates", "--max-net"},
+              "pmw": {"--updates", "--delta"}}
+    foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
+    if foreign:
+        raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")
+    if candidates is not None and net != "sampled":
+        raise click.UsageError("--candidates applies to --net sampled")
+    if max_net is not None and net != "exact":
+        raise click.UsageError("--max-net applies to --net exact")
+
+
+def _check_output_format(output: str) -> None:
+    if output.lower().endswith(".parquet"):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise click.BadParameter("Parquet output needs pyarrow (pip install pyarrow); write .csv instead",
+                                     param_hint="--output") from None
+
+
+def _count_share(count_epsilon, epsilon) -> float:
+    from synth.row_count import DEFAULT_COUNT_SHARE
+
+    if count_epsilon is None:
+        return DEFAULT_COUNT_SHARE
+    if count_epsilon >= epsilon:
+        raise click.BadParameter(f"{count_epsilon:g} must be less than --epsilon {epsilon:g}",
+                                 param_hint="--count-epsilon")
+    return count_epsilon / epsilon
+
+
+def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
+    from synth.mwem import DEFAULT_PASSES, DEFAULT_ROUNDS, mwem
+
+    result = mwem(codes, schema, queries, epsilon, rounds=options["rounds"] or DEFAULT_ROUNDS,
+                  measure=options["measure"], select_share=options["select_share"],
+                  passes=options["passes"] or DEFAULT_PASSES, output="average" if options["average"] else "last",
+                  rows=options["rows"], count_share=share, rng=options["seed"], progress=update)
+    p = result.parameters
+    how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
+    lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}); final fit: {p['final_passes_run']} passes"]
+    return result.to_model(schema, seeded=options["seed"] is not None), result.accountant, lines
+
+
+def _fit_blr(codes, schema, queries, epsilon, options, share, update):
+    from synth.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
+
+    result = blr(codes, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
+                 alpha=options["alpha"], candidates=options["candidates"] or DEFAULT_CANDIDATES,
+                 beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
+                 max_net=options["max_net"] or DEFAULT_MAX_NET, progress=update)
+    p = result.parameters
+    confidence = f"with probability >= {1 - p['beta']:g}"
+    lines = [f"blr: {p['net']} net of {p['candidates']:,} databases of m={p['net_size']} rows, each standing for "
+             f"{result.rows / p['net_size']:,.1f} rows"]
+    lines.append(f"error bound, exact net: max query error <= {p['bound_exact_net']:.4f} of n {confidence} "
+                 f"(alpha(m)={p['net_alpha']:.4f} plus selection {p['bound_exact_net'] - p['net_alpha']:.4f})")
+    if p["net"] == "sampled":
+        lines.append(f"error bound, sampled net: max query error <= (best candidate's error) + "
+                     f"{p['selection_loss']:.4f} of n {confidence}; the best candidate's error depends on the data "
+                     "and is not released")
+    return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
+
+
+def _fit_pmw(codes, schema, queries, epsilon, options, share, update):
+    from synth.pmw import run_pmw
+
+    run = run_pmw(codes, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
+                  rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
+                  alpha=options["alpha"])
+    lines = list(run.notes)
+    lines.append(f"pmw: {run.pmw.updates:,} updates of L={run.plan.updates:,}")
+    if run.pmw.updates == 0:
+        warn("PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)")
+    return run.pmw.to_model(seeded=options["seed"] is not None), run.accountant, lines
