@@ -59,7 +59,6 @@ DEFAULT_MAX_NET = 10**7
 #: Largest (universe x queries) indicator the exact net builds.
 _MAX_INDICATOR = 5 * 10**7
 _STEPS_PER_CALL = 1 << 22  # exact-net candidates per kernel call, between progress reports
-_SAMPLED_CHUNK_ROWS = 1 << 20  # candidate rows drawn and scored at once
 
 
 class NetTooLarge(SynthError):
@@ -187,10 +186,17 @@ class _QueryCounts:
             out[:, ids] = (matrix.T @ tables.T).T
         return out
 
+    def batch(self, m: int) -> int:
+        """How many m-row databases to count at once: about 2^20 rows and 2^23 table cells."""
+        widest = max(matrix.shape[0] for *_, matrix in self.groups)
+        return max(1, min((1 << 20) // m, (1 << 23) // widest))
+
     def indicator(self) -> np.ndarray:
         """``(U, Q)`` int64: 1 where cell u satisfies query q (for the exact net)."""
-        every = np.arange(self.schema.universe_size, dtype=np.int64)
-        return self.counts(every[:, None])
+        universe = self.schema.universe_size
+        chunk = self.batch(1)
+        return np.concatenate([self.counts(np.arange(start, min(start + chunk, universe), dtype=np.int64)[:, None])
+                               for start in range(0, universe, chunk)])
 
 
 def blr(
@@ -305,7 +311,7 @@ def _sample_net(query_counts, true_counts, n_rows, m, k, epsilon, prior, candida
     cumulative = None if prior is None else np.cumsum(_normalized(prior, universe))
     chooser = StreamingExponential(epsilon, 1.0, generator, accountant=accountant,
                                    note=f"BLR sampled net, m={m}, K={k:,}")
-    chunk = max(1, _SAMPLED_CHUNK_ROWS // m)
+    chunk = query_counts.batch(m)
     chosen = None
     for start in range(0, k, chunk):
         size = min(chunk, k - start)

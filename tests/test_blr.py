@@ -584,7 +584,7 @@ def test_sampled_choice_is_a_candidate_and_seeded_runs_repeat(monkeypatch, chunk
     """The release is one of the candidates scored (also when they come in chunks of 7), the
     same seed repeats the candidates and the choice, and unseeded runs draw others."""
     if chunk_rows is not None:
-        monkeypatch.setattr(synth.blr, "_SAMPLED_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(synth.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
     codes = two_datasets(50)[0]
     spy = CandidateSpy(monkeypatch)
     runs = {}
@@ -664,7 +664,7 @@ def test_sampled_choice_follows_the_exponential_mechanism_over_the_candidates(mo
     y). Summed over 1,500 runs these give the expected counts of a chi-square test
     (conservative: the runs' laws differ); a selection with eps instead of eps / 2 fails it."""
     if chunk_rows is not None:
-        monkeypatch.setattr(synth.blr, "_SAMPLED_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(synth.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
     schema = Schema.from_dict({"a": 3})
     workload = Workload.marginals(schema, 1)
     codes = np.array([[0], [0], [0], [1], [2]], dtype=np.int64)
