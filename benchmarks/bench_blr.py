@@ -12,7 +12,7 @@ K on adult.
    draws). Checked: NumPy's scores equal ``score_exact_net``'s on every multiset.
 2. sampled net on adult (4 columns, 120 cells, W = all 2-way marginals, 78 queries, eps = 1, n
    public): the error of ``blr(..., net="sampled", candidates=K, net_size=m)`` for K = 10 ...
-   100,000 and a few m; error = mean over W's marginals of the L1 distance between the
+   100,000 and a few m, and with blr's own m; error = mean over W's marginals of the L1 distance between the
    normalized true table and the released database's table (bench_mwem's metric); medians over
    seeds. Next to it: the uniform distribution's error and the exact net's (``blr`` with its
    default m, the largest net within ``max_net``).
@@ -89,9 +89,6 @@ KS = (10, 100, 1_000, 10_000, 100_000)
 QUICK_KS = (10, 100, 1_000, 10_000)
 NET_SIZES = (4, 16, 64, 256)
 QUICK_NET_SIZES = (4, 64)
-#: K values also run with blr's default m for the sampled net (tens of thousands of rows a candidate).
-DEFAULT_M_KS = (10, 100, 1_000)
-QUICK_DEFAULT_M_KS = (10, 100)
 
 
 @dataclass(frozen=True)
@@ -101,7 +98,6 @@ class Settings:
     kernel_cases: tuple
     ks: tuple[int, ...]
     net_sizes: tuple[int, ...]
-    default_m_ks: tuple[int, ...]
     seed: int
     data_dir: Path
 
@@ -290,6 +286,7 @@ class ErrorCell:
     error_min: float
     error_max: float
     seconds: float  # median wall time of the blr call
+    default: bool = False  # m was blr's own choice
 
 
 @dataclass(frozen=True)
@@ -301,7 +298,7 @@ class ErrorRun:
     uniform: float
     exact_m: int
     exact: ErrorCell
-    default_m: int  # blr's default m for the sampled net (run for settings.default_m_ks only)
+    default_m: dict[int, int]  # blr's default m for the sampled net, per K
     cells: list[ErrorCell]
 
 
@@ -312,10 +309,11 @@ def mean_l1(distribution: np.ndarray, schema: Schema, truth: dict[tuple[str, ...
     )
 
 
-def error_cell(label, k, runs) -> ErrorCell:
+def error_cell(label, k, runs, default: bool = False) -> ErrorCell:
     errors = [e for e, _ in runs]
     return ErrorCell(
-        label, k, statistics.median(errors), min(errors), max(errors), statistics.median([s for _, s in runs])
+        label, k, statistics.median(errors), min(errors), max(errors), statistics.median([s for _, s in runs]),
+        default,
     )
 
 
@@ -352,16 +350,14 @@ def bench_error(adult: tuple[Schema, np.ndarray], settings: Settings) -> ErrorRu
                 f"  sampled net m={m}, K={k:,}: error {cells[-1].error:.3f} ({duration(cells[-1].seconds)})",
                 file=sys.stderr,
             )
-    default_m = choose_net_size(schema.universe_size, len(workload), EPSILON, n, 0.05, None)
-    for k in settings.default_m_ks:  # no net_size: blr's own choice
-        cells.append(
-            error_cell(
-                default_m, k, [run(default_m, net="sampled", candidates=k, rng=s) for s in settings.seeds]
-            )
+    default_m = {}
+    for k in settings.ks:  # no net_size: blr's own choice, the best bound among nets of at most max(K, |U|)
+        m = default_m[k] = choose_net_size(
+            schema.universe_size, len(workload), EPSILON, n, 0.05, max(k, schema.universe_size)
         )
-        print(
-            f"  sampled net, default m={default_m:,}, K={k:,}: error {cells[-1].error:.3f}", file=sys.stderr
-        )
+        defaults = [run(m, net="sampled", candidates=k, rng=s) for s in settings.seeds]
+        cells.append(error_cell(m, k, defaults, default=True))
+        print(f"  sampled net, default m={m:,}, K={k:,}: error {cells[-1].error:.3f}", file=sys.stderr)
     return ErrorRun(
         n,
         schema.universe_size,
@@ -416,20 +412,20 @@ def kernel_table(rows: Sequence[KernelRow]) -> str:
 
 
 def error_table(run: ErrorRun, settings: Settings) -> str:
-    sizes = [*settings.net_sizes, run.default_m]
     columns = [("K", "---:")] + [(f"m = {m}", "---:") for m in settings.net_sizes]
-    columns.append((f"m = {run.default_m:,} (blr's default)", "---:"))
-    by = {(c.m, c.k): c for c in run.cells}
+    columns.append(("blr's default m", "---:"))
+    by = {(c.m, c.k, c.default): c for c in run.cells}
     lines = []
     for k in settings.ks:
-        cells = [by.get((m, k)) for m in sizes]
+        cells = [by.get((m, k, False)) for m in settings.net_sizes] + [by.get((run.default_m[k], k, True))]
         best = min(c.error for c in cells if c is not None)
         lines.append(
             [f"{k:,}"]
             + [
                 "-"
                 if c is None
-                else (f"**{c.error:.3f}**" if c.error == best else f"{c.error:.3f}")
+                else ("m = {:,}: ".format(c.m) if c.default else "")
+                + (f"**{c.error:.3f}**" if c.error == best else f"{c.error:.3f}")
                 + f" [{c.error_min:.3f}, {c.error_max:.3f}], {duration(c.seconds)}"
                 for c in cells
             ]
@@ -454,7 +450,7 @@ def notes(rows: Sequence[KernelRow], run: ErrorRun, settings: Settings) -> str:
             "enumeration and the (batch, m, Q) gather)."
         )
     best = min(run.cells, key=lambda c: c.error)
-    default = [c for c in run.cells if c.m == run.default_m]
+    default = [c for c in run.cells if c.default]
     lines.append(
         f"- Sampled net (uniform candidates): the lowest median error is {best.error:.3f} (m = {best.m}, "
         f"K = {best.k:,}), against {run.uniform:.3f} for the uniform distribution and {run.exact.error:.3f} "
@@ -465,12 +461,10 @@ def notes(rows: Sequence[KernelRow], run: ErrorRun, settings: Settings) -> str:
     )
     if default:
         lines.append(
-            f"- `blr`'s default m for the sampled net here is {run.default_m:,} (`choose_net_size` without "
-            "a cap minimizes the exact net's bound, which the sampled net does not have): each candidate is "
-            "then close to the uniform distribution, and the error stays at "
-            f"{min(c.error for c in default):.3f}-{max(c.error for c in default):.3f} (uniform: "
-            f"{run.uniform:.3f}) for K up to {max(c.k for c in default):,}; larger K is not run "
-            f"({run.default_m:,} rows drawn per candidate)."
+            "- `blr`'s default m for the sampled net minimizes the exact net's bound among the nets of at most "
+            f"max(K, |U|) databases (m = {min(run.default_m.values())}-{max(run.default_m.values())} here): a "
+            "larger m would make every random candidate close to the uniform distribution. Its error: "
+            + ", ".join(f"K = {c.k:,}: {c.error:.3f}" for c in default) + "."
         )
     return "\n".join(lines)
 
@@ -551,7 +545,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = option_parser(
         __doc__,
         quick_help=f"the first {len(QUICK_KERNEL_CASES)} exact-net cases, K up to {QUICK_KS[-1]:,}, m in "
-        f"{', '.join(map(str, QUICK_NET_SIZES))} (blr's default m up to K = {QUICK_DEFAULT_M_KS[-1]}), "
+        f"{', '.join(map(str, QUICK_NET_SIZES))} and blr's default, "
         "2 seeds and 3 repeats (a smoke run)",
     )
     parser.add_argument(
@@ -572,7 +566,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
         kernel_cases=QUICK_KERNEL_CASES if quick else KERNEL_CASES,
         ks=QUICK_KS if quick else KS,
         net_sizes=QUICK_NET_SIZES if quick else NET_SIZES,
-        default_m_ks=QUICK_DEFAULT_M_KS if quick else DEFAULT_M_KS,
         seed=args.seed,
         data_dir=args.data_dir,
     )

@@ -89,7 +89,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
           --net sampled --candidates 100000 --epsilon 1 -o synthetic.csv
     """
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure)
+                   measure, passes, alpha)
     _check_output_format(output)
     from synth.workload import Workload
 
@@ -108,12 +108,14 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
         model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
+    import numpy as np
+
     from synth.sample import write_synthetic
 
     count = round(model.rows) if sample_rows is None else sample_rows
     with progress(f"writing {output}", quiet) as update:
-        written = write_synthetic(output, model.distribution, selected, count, method=rounding, rng=seed,
-                                  progress=update)
+        written = write_synthetic(output, model.distribution, selected, count, method=rounding,
+                                  rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
     if model_file:
         model.save(model_file)
     for line in lines:
@@ -126,17 +128,17 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure) -> None:
+                   measure, passes, alpha) -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
         "--measure": measure != "marginal", "--net": net != "exact", "--net-size": net_size is not None,
         "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
-        "--delta": delta > 0,
+        "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
     }
-    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure"},
-              "blr": {"--net", "--net-size", "--candidates", "--max-net"},
-              "pmw": {"--updates", "--delta"}}
+    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes"},
+              "blr": {"--net", "--net-size", "--candidates", "--max-net", "--alpha"},
+              "pmw": {"--updates", "--delta", "--passes", "--alpha"}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
     if foreign:
         raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")

@@ -222,8 +222,8 @@ def blr(
 
     m is ``net_size``, else ``net_size_for_alpha(alpha, |C|)``, else the m minimizing the exact
     net's error bound (``choose_net_size``) among the m whose exact net has at most ``max_net``
-    members (exact) or ``candidates`` members (sampled: larger m makes every random candidate
-    close to the prior, and K candidates cannot cover a much larger net).
+    members (exact) or max(``candidates``, |U|) members (sampled: larger m makes every random
+    candidate close to the prior, and K candidates cannot cover a much larger net).
     """
     epsilon = check_epsilon(epsilon)
     beta = check_probability(beta, "beta")
@@ -250,7 +250,7 @@ def blr(
     elif alpha is not None:
         m = net_size_for_alpha(check_probability(alpha, "alpha"), n_queries)
     else:
-        m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net if net == "exact" else candidates)
+        m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net if net == "exact" else max(candidates, universe))
     query_counts = _QueryCounts(schema, workload)
     true_counts = workload.answer({s: marginal(codes, schema, s) for s in workload.subsets}).astype(np.int64)
     if net == "exact":

@@ -154,6 +154,8 @@ def test_blr_exact_refuses_politely_when_too_large(tiny):
     (["--mechanism", "blr", "--rounds", "3"], "--rounds do(es) not apply to --mechanism blr"),
     (["--mechanism", "mwem", "--delta", "1e-6"], "--delta do(es) not apply to --mechanism mwem"),
     (["--mechanism", "blr", "--candidates", "3"], "--candidates applies to --net sampled"),
+    (["--mechanism", "blr", "--passes", "3"], "--passes do(es) not apply to --mechanism blr"),
+    (["--alpha", "0.1"], "--alpha do(es) not apply to --mechanism mwem"),
     (["--count-epsilon", "2"], "must be less than --epsilon"),
     (["-o", "x.parquet"], "Parquet output needs pyarrow"),
 ])
