@@ -18,7 +18,6 @@ from ._common import (
     output_option,
     progress,
     quiet_option,
-    schema_option,
     seed_option,
     warn,
     write_output,
@@ -29,12 +28,15 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
 @click.command()
 @click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
-@schema_option
+@click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
+              help="Schema JSON, or a private-pgm domain file {column: size} (not needed with --model).")
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON (see the README for the format).")
 @click.option("--exact", is_flag=True,
               help="Exact counts from the private data: NOT differentially private, for the data owner only.")
 @click.option("--mechanism", type=click.Choice(["pmw"]), help="Private mechanism: pmw (Private Multiplicative Weights).")
+@click.option("--model", "from_model", type=click.Path(exists=True, dir_okay=False),
+              help="Answer from this released model (any engine): post-processing, no data, no budget.")
 @click.option("--epsilon", type=EPSILON, help="Privacy budget epsilon (total, for the whole run).")
 @click.option("--delta", type=DELTA, default=0.0, show_default=True, help="Privacy budget delta.")
 @click.option("--beta", type=BETA, default=0.05, show_default=True,
@@ -48,33 +50,41 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
 @click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
               callback=output_folder_exists, help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
-@click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True),
+@click.option("--save-model", "model_file", type=click.Path(dir_okay=False, writable=True),
               callback=output_folder_exists, help="Save the released model (distribution, schema, privacy spent, round log).")
 @seed_option
 @columns_option
 @quiet_option
 @output_option("Where to write the answers CSV")
-def answer(data, schema_file, workload_file, exact, mechanism, epsilon, delta, beta, rows, count_epsilon, updates,
+def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
            alpha, passes, plan_only, monitor_file, model_file, seed, columns, quiet, output) -> None:
-    """Answer every query of a workload on DATA.csv, exactly or privately.
+    """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
     owner only. With --mechanism pmw they are differentially private within --epsilon
     (and --delta): the CSV has query_id, name, query, answer (a count), round (lazy, update
     or halted: no accuracy guarantee after PMW halts) and final_answer (from the final model).
+    With --model the answers come from a released model (pmw, mwem or blr) without the data:
+    post-processing, so they cost no privacy; the model's schema is used.
 
     \b
     Examples:
       synth answer adult.csv --schema adult-domain.json --workload w.json --exact -o exact.csv
       synth answer adult.csv --schema adult-domain.json --workload w.json \\
-          --mechanism pmw --epsilon 1 --delta 1e-6 --rows 48842 -o pmw.csv --model pmw.npz
+          --mechanism pmw --epsilon 1 --delta 1e-6 --rows 48842 -o pmw.csv --save-model pmw.npz
       synth answer --schema adult-domain.json --workload w.json --mechanism pmw \\
           --epsilon 1 --rows 48842 --plan
+      synth answer --model mwem.npz --workload new-queries.json -o answers.csv
     """
-    if exact == bool(mechanism):
-        raise click.UsageError("choose one: --exact (NON-PRIVATE counts) or --mechanism pmw (private)")
+    if exact + bool(mechanism) + bool(from_model) != 1:
+        raise click.UsageError("choose one: --exact (NON-PRIVATE counts), --mechanism pmw (private) or --model M")
+    if from_model:
+        _answer_from_model(data, schema_file, from_model, workload_file, columns, output)
+        return
+    if schema_file is None:
+        raise click.UsageError("Missing option '--schema' (only --model runs without a schema)")
     if data is None and not plan_only:
-        raise click.UsageError("DATA is required (only --plan runs without reading the data)")
+        raise click.UsageError("DATA is required (only --plan and --model run without reading the data)")
     from synth.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
@@ -86,6 +96,34 @@ def answer(data, schema_file, workload_file, exact, mechanism, epsilon, delta, b
             raise click.UsageError("--mechanism pmw needs --epsilon")
         _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                          alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output)
+
+
+def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
+    from synth.model import Model
+    from synth.workload import Workload
+
+    if data is not None:
+        raise click.UsageError("--model answers without the data: drop DATA")
+    if schema_file is not None or columns:
+        raise click.UsageError("--model carries its own schema: drop --schema and --columns")
+    model = Model.load(model_file)
+    queries = Workload.load(workload_file, model.schema)
+    answers = model.answer(queries)
+    spent = model.privacy.get("spent", {})
+    label = f"post-processing of a {model.mechanism} release (epsilon={spent.get('epsilon', float('nan')):.6g})"
+
+    def write(handle) -> None:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["query_id", "name", "query", "answer", "privacy"])
+        for i in range(len(queries)):
+            writer.writerow([i, queries[i].name or "", queries.describe(i), f"{answers[i]:.6g}", label])
+
+    write_output(output, write)
+    rows = "public" if model.rows_public else "a noisy count"
+    note(f"answered {len(queries):,} queries from {model_file} ({model.mechanism}; n={model.rows:,.0f}, {rows}); "
+         "no data read, no privacy spent")
+    if model.seeded:
+        warn(f"{model_file} comes from a seeded run: for testing only, not for release")
 
 
 def _answer_exactly(data, full, queries, columns, quiet, output) -> None:

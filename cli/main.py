@@ -9,6 +9,7 @@ from synth import __version__
 from ._common import SynthGroup
 from .answer_cmd import answer
 from .generate_cmd import generate
+from .sample_cmd import sample
 from .schema_cmd import schema
 from .workload_cmd import workload
 
@@ -30,3 +31,4 @@ main.add_command(schema)
 main.add_command(workload)
 main.add_command(answer)
 main.add_command(generate)
+main.add_command(sample)

@@ -78,6 +78,8 @@ class Model:
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
         """Read a model file; ``ModelError`` names the file and what is wrong."""
+        if os.path.isfile(path) and not zipfile.is_zipfile(path):
+            raise ModelError(f"{path}: not a synth model file (not a .npz archive)")
         try:
             with np.load(path, allow_pickle=False) as archive:
                 if set(archive.files) != {"distribution", "meta"}:

@@ -49,7 +49,7 @@ def test_plan_needs_a_public_row_count(files):
 
 def test_seeded_runs_repeat_and_files_are_written(files):
     first = run(*pmw_args(files, "--rows", "6000", "--seed", "3", "-o", files / "a1.csv",
-                          "--model", files / "m.npz", "--monitor", files / "kl.csv"))
+                          "--save-model", files / "m.npz", "--monitor", files / "kl.csv"))
     assert first.exit_code == 0, first.output
     assert "NOT for release" in first.stderr and "NON-PRIVATE diagnostic" in first.stderr
     second = run(*pmw_args(files, "--rows", "6000", "--seed", "3", "-o", files / "a2.csv"))
@@ -78,7 +78,7 @@ def test_unseeded_runs_differ(files):
 
 
 def test_without_rows_a_noisy_count_is_bought_and_reported(files):
-    result = run(*pmw_args(files, "--seed", "1", "-o", files / "a.csv", "--model", files / "m.npz"))
+    result = run(*pmw_args(files, "--seed", "1", "-o", files / "a.csv", "--save-model", files / "m.npz"))
     assert result.exit_code == 0, result.output
     assert "bought a noisy row count" in result.stderr
     model = Model.load(files / "m.npz")
@@ -117,6 +117,6 @@ def test_damaged_or_foreign_model_files_are_refused(tmp_path):
 
 
 def test_missing_model_folder_fails_before_anything_is_written(files):
-    result = run(*pmw_args(files, "--rows", "6000", "-o", files / "a.csv", "--model", files / "nope" / "m.npz"))
+    result = run(*pmw_args(files, "--rows", "6000", "-o", files / "a.csv", "--save-model", files / "nope" / "m.npz"))
     assert result.exit_code != 0 and "does not exist" in result.stderr
     assert not (files / "a.csv").exists()

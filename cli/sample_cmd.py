@@ -1,0 +1,43 @@
+"""``synth sample``: a synthetic table from a released model (post-processing: no data, no budget)."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import note, output_folder_exists, progress, quiet_option, seed_option, warn
+
+
+@click.command()
+@click.option("--model", "model_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="A released model (from synth generate or synth answer --model ...).")
+@click.option("--rows", type=click.IntRange(0), help="Rows to write (default: the n the model scales to).")
+@click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,
+              help="Controlled rounding (largest remainder, lower error) or multinomial sampling.")
+@click.option("--numeric", type=click.Choice(["uniform", "midpoint"]), default="uniform", show_default=True,
+              help="Numeric columns: a value drawn uniformly inside the bin, or the bin's midpoint.")
+@seed_option
+@quiet_option
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+              callback=output_folder_exists, help="Synthetic table to write (.csv, or .parquet with pyarrow).")
+def sample(model_file, rows, rounding, numeric, seed, quiet, output) -> None:
+    """Write a synthetic table drawn from a released model.
+
+    Sampling is post-processing of the release: it reads no data and spends no privacy. The
+    table has the model's schema columns and values; rows come in random order.
+
+    \b
+    Examples:
+      synth sample --model mwem.npz -o synthetic.csv
+      synth sample --model mwem.npz --rows 1000000 --rounding multinomial -o big.csv
+    """
+    from synth.model import Model
+    from synth.sample import write_synthetic
+
+    model = Model.load(model_file)
+    count = round(model.rows) if rows is None else rows
+    with progress(f"writing {output}", quiet) as update:
+        written = write_synthetic(output, model.distribution, model.schema, count, method=rounding,
+                                  numeric=numeric, rng=seed, progress=update)
+    note(f"wrote {written:,} synthetic rows from {model_file} ({model.mechanism}) to {output}")
+    if model.seeded:
+        warn(f"{model_file} comes from a seeded run: for testing only, not for release")
