@@ -40,6 +40,7 @@ _LAZY = {
     "run_pmw": "pmw",
     "plan_pmw": "pmw_plan",
     "Model": "model",
+    "Synthesizer": "synthesizer",
     "round_counts": "sample",
     "sample_codes": "sample",
     "decode_rows": "sample",
