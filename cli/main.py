@@ -8,6 +8,7 @@ from synth import __version__
 
 from ._common import SynthGroup
 from .answer_cmd import answer
+from .evaluate_cmd import evaluate
 from .generate_cmd import generate
 from .sample_cmd import sample
 from .schema_cmd import schema
@@ -32,3 +33,4 @@ main.add_command(workload)
 main.add_command(answer)
 main.add_command(generate)
 main.add_command(sample)
+main.add_command(evaluate)

@@ -1,0 +1,118 @@
+"""``synth evaluate``: compare a release with the exact answers on DATA.csv (a NON-PRIVATE report)."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import (
+    columns_option,
+    load_schema,
+    note,
+    output_folder_exists,
+    progress,
+    quiet_option,
+    schema_option,
+    warn,
+)
+
+
+@click.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@schema_option
+@click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Workload JSON: the queries to compare.")
+@click.option("--model", "model_file", type=click.Path(exists=True, dir_okay=False),
+              help="Evaluate a released model (.npz from synth generate/answer --model).")
+@click.option("--synthetic", "synthetic_file", type=click.Path(exists=True, dir_okay=False),
+              help="Evaluate a synthetic table (CSV read under --schema).")
+@click.option("--answers", "answers_file", type=click.Path(exists=True, dir_okay=False),
+              help="Evaluate an answers CSV from synth answer (columns query_id and answer).")
+@click.option("--monitor", "monitor_file", type=click.Path(exists=True, dir_okay=False),
+              help="Add plots of PMW's KL monitor CSV (synth answer --monitor).")
+@columns_option
+@quiet_option
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), callback=output_folder_exists,
+              help="Report folder to create (an empty folder or a previous report is replaced; "
+                   "anything else is refused).")
+def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
+             quiet, output) -> None:
+    """Compare a release with the exact answers on DATA.csv and write a report folder.
+
+    The release is one of: a model (--model), a synthetic table (--synthetic) or an answers
+    CSV (--answers). The folder holds answers.csv (true, released and errors per query),
+    summary.json (max and mean absolute error as fractions of n, L1 error per marginal and
+    its mean), PNG plots and index.html showing them all.
+
+    Errors compare fractions: true counts over n, released answers over the row count the
+    release is scaled to (the model's rows, the synthetic table's row count; n for an
+    answers CSV). The folder appears only when complete.
+
+    NON-PRIVATE: the report READS THE PRIVATE DATA (it computes the exact answers). It is for
+    the data owner only; never release it.
+
+    \b
+    Examples:
+      synth evaluate adult.csv --schema adult-domain.json --workload w3.json \\
+          --model mwem.npz -o report/
+      synth evaluate adult.csv --schema adult-domain.json --workload w3.json \\
+          --synthetic synthetic.csv -o report-synthetic/
+      synth evaluate d.csv --schema s.json --workload w.json --answers pmw.csv \\
+          --monitor kl.csv -o report-pmw/
+    """
+    from synth.errors import SynthError
+
+    given = [name for name, value in (("--model", model_file), ("--synthetic", synthetic_file),
+                                      ("--answers", answers_file)) if value]
+    if len(given) != 1:
+        raise click.UsageError("choose one release to evaluate: --model, --synthetic or --answers"
+                               + (f" (got {', '.join(given)})" if given else ""))
+    try:
+        _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
+                  quiet, output)
+    except SynthError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
+              quiet, output) -> None:
+    from synth.data import scan
+    from synth.evaluate import evaluate, read_answers, read_synthetic, released_from_model
+    from synth.report import check_report_folder, read_monitor, write_report
+    from synth.workload import Workload
+
+    check_report_folder(output)  # before any work
+    full, selected = load_schema(schema_file, columns)
+    queries = Workload.load(workload_file, selected)
+    monitor = read_monitor(monitor_file) if monitor_file else None
+    if monitor is not None and len(monitor) and int(monitor.query_id.max()) >= len(queries):
+        warn(f"{monitor_file}: updates name query ids up to {int(monitor.query_id.max())} but the workload has "
+             f"{len(queries):,} queries: is it from a run on another workload?")
+    if model_file:
+        from synth.model import Model
+
+        released = released_from_model(Model.load(model_file), queries, source=model_file)
+        released.info["path"] = model_file
+    elif synthetic_file:
+        with progress(f"reading {synthetic_file}", quiet) as update:
+            released = read_synthetic(synthetic_file, full, queries, columns=columns, progress=update)
+    else:
+        released = read_answers(answers_file, queries)
+    with progress(f"reading {data}", quiet) as update:
+        truth = scan(data, full, queries.subsets, columns=columns, progress=update)
+    for name, count in truth.clipped.items():
+        note(f"column {name!r}: {count:,} rows of {data} outside the bin edges were clipped into the edge bins")
+    evaluation = evaluate(truth.tables, queries, released, n=truth.n_rows)
+    context = {"data": data, "schema": schema_file, "workload": workload_file}
+    if monitor_file:
+        context["monitor"] = {"path": monitor_file}
+    write_report(output, evaluation, monitor=monitor, context=context)
+    summary = evaluation.summary()
+    line = (f"{released.kind}: max absolute error {summary['max_absolute_error']:.4g} of n, mean "
+            f"{summary['mean_absolute_error']:.4g}, over {len(queries):,} queries (n={evaluation.n:,})")
+    if summary["mean_marginal_l1"] is not None:
+        line += (f"; mean marginal L1 {summary['mean_marginal_l1']:.4g} over {summary['marginals_evaluated']} of "
+                 f"{summary['marginals_total']} marginals")
+    note(line)
+    note(f"wrote the report to {output} (open {output.rstrip('/')}/index.html)")
+    warn(f"the report in {output} READS THE PRIVATE DATA: it is NON-PRIVATE, for the data owner only; "
+         "never release it")
