@@ -8,6 +8,7 @@ from synth import __version__
 
 from ._common import SynthGroup
 from .answer_cmd import answer
+from .demo_cmd import demo
 from .evaluate_cmd import evaluate
 from .generate_cmd import generate
 from .sample_cmd import sample
@@ -34,3 +35,4 @@ main.add_command(answer)
 main.add_command(generate)
 main.add_command(sample)
 main.add_command(evaluate)
+main.add_command(demo)

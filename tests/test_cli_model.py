@@ -1,5 +1,7 @@
 """Releases as files: synth answer --model and synth sample read a model without the data."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -102,3 +104,26 @@ def test_sampled_histogram_follows_the_model(model_file):
     counts = np.bincount(model.schema.cell_index(codes), minlength=model.schema.universe_size)
     expected = 6000 * model.distribution
     assert np.all(np.abs(counts - expected) < 1)
+
+
+@pytest.mark.parametrize("mechanism", ["mwem", "pmw", "blr"])
+def test_models_hold_no_exact_row_count_or_true_answers(files, mechanism):  # noqa: F811
+    """Without --rows the model scales to a noisy n; the exact n (6,000) and the true answers
+    appear nowhere in its header, and no monitor data is stored."""
+    import json
+
+    extra = {"mwem": [], "pmw": ["--alpha", "0.2", "--delta", "1e-6"],
+             "blr": ["--net", "sampled", "--candidates", "50", "--net-size", "10"]}[mechanism]
+    result = run("generate", files / "d.csv", "--schema", files / "s.json", "--workload", files / "w.json",
+                 "--mechanism", mechanism, "--epsilon", "2", "--seed", "11", *extra, "-o", files / "g.csv",
+                 "--model", files / "m.npz")
+    assert result.exit_code == 0, result.output
+    model = Model.load(files / "m.npz")
+    assert not model.rows_public and model.rows != 6000
+    text = json.dumps(model.header())
+    assert "6000" not in text.replace(" ", "") and "monitor" not in text.lower()
+    codes = read(files / "d.csv", Schema.load(files / "s.json")).codes
+    true = Workload.load(files / "w.json", model.schema).answer(
+        lambda s: np.asarray(__import__("synth").marginal(codes, model.schema, s)))
+    logged = set(re.findall(r"-?\d+", text))
+    assert not {str(int(v)) for v in true if v > 50} <= logged  # the true counts are not all in the header
