@@ -139,6 +139,7 @@ def mwem(
     average = np.zeros_like(weights) if output == "average" else None
     chosen: set = set()
     selections: dict[int, SelectedCells] = {}
+    final_fit = average is None and final_passes > 0
 
     for t in range(rounds_run):
         if select:
@@ -170,10 +171,12 @@ def mwem(
         if average is not None:
             average += weights / total
         if progress is not None:
-            progress(t + 1, (t + 1) / (rounds_run + (final_passes > 0)))
+            progress(t + 1, (t + 1) / (rounds_run + final_fit))  # the final fit counts as one more step
     fit_passes, target = 0, FIT_TOLERANCE * expected_noise(measured, eps_measure)
-    if average is None and final_passes:
+    if final_fit:
         total, fit_passes, _ = _fit(weights, total, schema, workload, measured, n, final_passes, selections, target)
+        if progress is not None:
+            progress(rounds_run + 1, 1.0)
     distribution = average / rounds_run if average is not None else weights / total
     parameters = {"rounds": rounds_run, "measure": measure, "select_share": select_share, "passes": passes,
                   "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,

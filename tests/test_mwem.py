@@ -126,3 +126,12 @@ def test_final_fit_stops_near_the_noise_level_and_helps():
         assert 1 <= passes <= DEFAULT_FINAL_PASSES
         if passes < DEFAULT_FINAL_PASSES:  # stopped early: at the noise level (within one pass's change)
             assert residual <= 1.05 * FIT_TOLERANCE * expected
+
+
+@pytest.mark.parametrize("output, steps", [("last", 4), ("average", 3)])
+def test_progress_reaches_the_end(output, steps):
+    seen = []
+    mwem(correlated_codes(2_000, 18), SCHEMA, WORKLOAD, 1.0, rounds=3, rows=2_000, rng=19, output=output,
+         progress=lambda done, fraction: seen.append((done, fraction)))
+    assert len(seen) == steps and seen[-1][1] == pytest.approx(1.0)
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
