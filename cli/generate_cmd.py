@@ -45,7 +45,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="mwem: share of each round's epsilon spent on selection (the rest measures). Default 0.1, "
                    "or none when the rounds measure every candidate anyway.")
 @click.option("--passes", type=click.IntRange(1),
-              help="mwem: multiplicative-weights passes per round (default 3; a final fit follows); pmw: times the "
+              help="mwem: multiplicative-weights passes per round when selecting (default 10; a final fit follows); pmw: times the "
                    "workload is fed (default 1).")
 @click.option("--average", is_flag=True, help="mwem: release the average of the rounds' estimates, not the last.")
 @click.option("--net", type=click.Choice(["exact", "sampled"]), default="exact", show_default=True,

@@ -52,7 +52,7 @@ from .workload import Workload
 __all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE"]
 
 DEFAULT_ROUNDS = 50
-DEFAULT_PASSES = 3
+DEFAULT_PASSES = 10  # per round when selecting: fewer leave the estimate near uniform, and selection repeats itself
 DEFAULT_FINAL_PASSES = 1000
 #: Share of a round's epsilon for selection when selection is needed (AIM's choice, about 0.1).
 DEFAULT_SELECT_SHARE = 0.1
