@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ._common import note, progress, quiet_option, seed_option, warn
+from ._common import EPSILON, note, progress, quiet_option, seed_option, warn
 
 DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 MARKER = "DEMO.txt"
@@ -17,7 +17,7 @@ MARKER = "DEMO.txt"
 @click.command()
 @click.option("-o", "--output", default="synth-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for everything the demo writes (made if missing; a previous demo's is replaced).")
-@click.option("--epsilon", type=float, default=1.0, show_default=True, help="Privacy budget of each engine's run.")
+@click.option("--epsilon", type=EPSILON, default=1.0, show_default=True, help="Privacy budget of each engine's run.")
 @seed_option
 @quiet_option
 def demo(output, epsilon, seed, quiet) -> None:
