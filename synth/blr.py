@@ -37,7 +37,7 @@ from .rng import kernel_state, make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
-from .validation import check_epsilon, check_positive_int, check_probability
+from .validation import check_epsilon, check_positive_int, check_probability, normalized_prior
 from .workload import Workload
 
 __all__ = [
@@ -308,7 +308,7 @@ def _sample_exact(query_counts, true_counts, n_rows, m, epsilon, max_net, genera
 def _sample_net(query_counts, true_counts, n_rows, m, k, epsilon, prior, candidate_rng, generator, accountant,
                 progress):
     universe = query_counts.schema.universe_size
-    cumulative = None if prior is None else np.cumsum(_normalized(prior, universe))
+    cumulative = None if prior is None else np.cumsum(normalized_prior(prior, universe))
     chooser = StreamingExponential(epsilon, 1.0, generator, accountant=accountant,
                                    note=f"BLR sampled net, m={m}, K={k:,}")
     chunk = query_counts.batch(m)
@@ -329,9 +329,3 @@ def _sample_net(query_counts, true_counts, n_rows, m, k, epsilon, prior, candida
     chooser.choose()
     return chosen
 
-
-def _normalized(prior, universe) -> np.ndarray:
-    prior = np.asarray(prior, dtype=np.float64).reshape(-1)
-    if prior.size != universe or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
-        raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
-    return prior / prior.sum()

@@ -46,7 +46,7 @@ from .tables import (
     marginals_from_dense,
     multiply_by_marginal,
 )
-from .validation import check_epsilon, check_positive_int, check_probability
+from .validation import check_epsilon, check_positive_int, check_probability, normalized_prior
 from .workload import Workload
 
 __all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE"]
@@ -130,7 +130,7 @@ def mwem(
     eps_select = per_round * select_share
     eps_measure = subtract_epsilon(per_round, eps_select)
 
-    weights = np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None else _normalized(prior, schema)
+    weights = np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None else normalized_prior(prior, schema.universe_size)
     total = float(weights.sum())
     true_tables = {s: marginal(codes, schema, s) for s in workload.subsets}
     true_answers = workload.answer(true_tables) if measure == "query" else None
@@ -255,9 +255,3 @@ def workload_value(weights: np.ndarray, schema: Schema, query) -> float:
         return float(table)
     return float(table[np.ix_(*query.allowed)].sum())
 
-
-def _normalized(prior, schema) -> np.ndarray:
-    prior = np.asarray(prior, dtype=np.float64).reshape(-1)
-    if prior.size != schema.universe_size or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
-        raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
-    return prior / prior.sum()

@@ -33,6 +33,7 @@ from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .rng import make_rng
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
+from .validation import normalized_prior
 from .workload import Query, Workload
 
 __all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED"]
@@ -93,10 +94,7 @@ class PMW:
         if prior is None:
             self._weights = np.full(schema.universe_size, 1.0 / schema.universe_size)
         else:
-            prior = np.asarray(prior, dtype=np.float64).reshape(-1)
-            if prior.size != schema.universe_size or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
-                raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
-            self._weights = prior / prior.sum()
+            self._weights = normalized_prior(prior, schema.universe_size)
         self._total = float(self._weights.sum())
         self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._model_tables: dict[tuple[str, ...], np.ndarray] = {}

@@ -16,6 +16,7 @@ __all__ = [
     "check_probability",
     "check_positive_int",
     "check_real",
+    "normalized_prior",
 ]
 
 
@@ -66,3 +67,16 @@ def check_positive_int(value: object, name: str) -> int:
     if value < 1:
         raise ValueError(f"{name} ({value!r}) must be >= 1")
     return int(value)
+
+
+def normalized_prior(prior: object, cells: int):
+    """A public prior over the universe as a flat float64 distribution (divided by its sum).
+
+    It must have ``cells`` entries, all finite and non-negative, with a positive sum.
+    """
+    import numpy as np  # here, not at import: the CLI imports this module for option checks
+
+    values = np.asarray(prior, dtype=np.float64).reshape(-1)
+    if values.size != cells or not np.all(np.isfinite(values)) or values.min() < 0 or values.sum() <= 0:
+        raise ValueError("prior must be a non-negative finite array over the universe with a positive sum")
+    return values / values.sum()
