@@ -90,7 +90,9 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     """
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha)
-    _check_output_format(output)
+    from synth.sample import check_output_format
+
+    check_output_format(output)  # before any work
     from synth.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
@@ -146,15 +148,6 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--candidates applies to --net sampled")
     if max_net is not None and net != "exact":
         raise click.UsageError("--max-net applies to --net exact")
-
-
-def _check_output_format(output: str) -> None:
-    if output.lower().endswith(".parquet"):
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise click.BadParameter("Parquet output needs pyarrow (pip install pyarrow); write .csv instead",
-                                     param_hint="--output") from None
 
 
 def _count_share(count_epsilon, epsilon) -> float:

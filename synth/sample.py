@@ -33,7 +33,7 @@ from .schema import Categorical, Numeric, Schema
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
+__all__ = ["check_output_format", "decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
 
 METHODS = ("round", "multinomial")
 NUMERIC_MODES = ("uniform", "midpoint")
@@ -177,6 +177,18 @@ def _uniform_in_bins(column: Numeric, codes: np.ndarray, u: np.ndarray) -> np.nd
 # -- files ----------------------------------------------------------------------------------
 
 
+def check_output_format(path: str | os.PathLike) -> bool:
+    """True for a Parquet path (``.parquet``), False for CSV; ``SynthError`` when Parquet is
+    asked for without pyarrow. Cheap: callers run it before any work."""
+    if not str(path).lower().endswith(".parquet"):
+        return False
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise SynthError(f"{path}: Parquet output needs pyarrow (pip install pyarrow); write .csv instead") from None
+    return True
+
+
 def write_synthetic(
     path: str | os.PathLike,
     distribution: np.ndarray,
@@ -197,14 +209,7 @@ def write_synthetic(
     ``progress(rows_done, fraction_done)`` is called after each chunk. Returns the rows
     written. Parquet needs pyarrow; without it ``SynthError`` is raised before any work.
     """
-    parquet = str(path).lower().endswith(".parquet")
-    if parquet:
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise SynthError(
-                f"{path}: Parquet output needs pyarrow (pip install pyarrow); write .csv instead"
-            ) from None
+    parquet = check_output_format(path)
     _check_choice("method", method, METHODS)
     _check_choice("numeric", numeric, NUMERIC_MODES)
     if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
