@@ -22,7 +22,8 @@ def main() -> None:
 
     \b
     Example session:
-      synth schema show datasets/grades-schema.json
+      synth demo -o synth-demo
+      synth schema show synth-demo/demo-schema.json
       synth workload marginals --schema S.json --way 2 -o W.json
       synth answer DATA.csv --schema S.json --workload W.json --exact -o answers.csv
       synth generate DATA.csv --schema S.json --workload W.json --epsilon 1 -o synthetic.csv

@@ -1,6 +1,6 @@
 """Make the bundled demo table: a SYNTHETIC household survey (no real people).
 
-    python datasets/make_demo.py                      # rewrites datasets/demo.csv, demo-schema.json
+    python datasets/make_demo.py                      # rewrites synth/datasets/demo.csv, demo-schema.json
     python datasets/make_demo.py --rows 5000 --seed 3 -o /tmp/demo
 
 Every row is drawn by the seeded generative model below; nothing comes from a real survey,
@@ -83,6 +83,8 @@ import pandas as pd
 DEFAULT_ROWS = 30_000
 DEFAULT_SEED = 20260601
 HERE = Path(__file__).resolve().parent
+#: Where the bundled copy lives: package data, so every install of synth has it.
+BUNDLED = HERE.parent / "synth" / "datasets"
 CSV_NAME = "demo.csv"
 SCHEMA_NAME = "demo-schema.json"
 
@@ -263,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS,
                         help=f"rows to draw (default {DEFAULT_ROWS})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"RNG seed (default {DEFAULT_SEED})")
-    parser.add_argument("-o", "--output", type=Path, default=HERE,
-                        help="folder to write into (default: datasets/)")
+    parser.add_argument("-o", "--output", type=Path, default=BUNDLED,
+                        help="folder to write into (default: synth/datasets/, the bundled copy)")
     args = parser.parse_args(argv)
     if args.rows < 1:
         parser.error(f"--rows ({args.rows}) must be >= 1")

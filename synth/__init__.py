@@ -16,6 +16,7 @@ _LAZY = {
     "SchemaError": "errors",
     "DataError": "errors",
     "WorkloadError": "errors",
+    "PrivacyWarning": "errors",
     "Schema": "schema",
     "Categorical": "schema",
     "Numeric": "schema",
@@ -46,6 +47,8 @@ _LAZY = {
     "decode_rows": "sample",
     "write_synthetic": "sample",
     "sample_model": "sample",
+    "bundled": "bundled",
+    "BundledTable": "bundled",
 }
 
 __all__ = ["__version__", *_LAZY]

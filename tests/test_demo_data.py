@@ -1,4 +1,4 @@
-"""The bundled demo table (``datasets/demo.csv``): reproducible, readable, and worth modelling.
+"""The bundled demo table (``synth/datasets/demo.csv``): reproducible, readable, and worth modelling.
 
 The data are SYNTHETIC, drawn by ``datasets/make_demo.py``; these tests pin the committed files
 to the generator and check that the dependencies its docstring describes are really there
@@ -25,8 +25,8 @@ from synth.schema import Numeric, Schema
 from tests.test_rng import GLOBAL_RNG
 
 REPO = Path(__file__).resolve().parents[1]
-DATASETS = REPO / "datasets"
-GENERATOR = DATASETS / "make_demo.py"
+DATASETS = REPO / "synth" / "datasets"  # package data: the wheel ships it
+GENERATOR = REPO / "datasets" / "make_demo.py"
 CSV = DATASETS / "demo.csv"
 SCHEMA = DATASETS / "demo-schema.json"
 ROWS = 30_000
