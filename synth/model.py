@@ -1,15 +1,33 @@
 """The release: a model file holding the public distribution and what it means.
 
-One ``.npz`` file (NumPy's zip of arrays, read without pickle) with the distribution over the
-universe and a JSON header: format and version, the schema, the mechanism and its
-parameters, the privacy spent (budget, total and ledger), the round log, the row count the
-model scales to (and whether it was public or a noisy count), the library version and
-whether the run was seeded. Nothing in it is computed from the data without noise.
+One ``.npz`` file (NumPy's zip of arrays, read without pickle) with two arrays:
+
+- ``distribution``: the distribution over the universe, flat little-endian float64 summing to 1;
+- ``meta``: a JSON header as UTF-8 bytes (uint8): format and version, the schema, the mechanism
+  and its parameters, the privacy spent (budget, total and ledger), the round log, the row count
+  the model scales to (and whether it was public or a noisy count), the library version and
+  whether the run was seeded. Nothing in it is computed from the data without noise.
+
+Format version 2 adds ``distribution_sha256`` to the header: the SHA-256 (hex) of the
+distribution's bytes exactly as saved (little-endian float64, C order). The zip's own CRC-32
+catches most accidental damage; the checksum also catches a distribution that was changed and
+re-saved (the zip is then rewritten with fresh CRCs, the header is not). It lives in the header,
+not in a third array, so a version-1 reader's "two arrays" check still tells the formats apart by
+version, not by a confusing list of arrays.
+
+``Model.load`` refuses, with one ``ModelError`` line naming the file, anything it cannot trust:
+an unreadable archive, a header that is not the documented object (each field is type- and
+value-checked), a checksum mismatch, or a distribution that is not finite, non-negative and of
+positive sum over exactly the schema's universe. Version 1 files (no checksum) are still read
+and checked the same way otherwise. ``Model.save`` runs the same checks first, so it never
+writes a file that ``load`` would refuse.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -17,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import atomic_write
+from ._io import _DuplicateKey, _no_duplicate_keys, atomic_write
 from .errors import SynthError
 from .schema import Schema
 from .tables import marginal_from_dense
@@ -26,7 +44,14 @@ from .workload import Workload
 __all__ = ["Model", "ModelError", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "synth-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+_CHECKSUM = "distribution_sha256"
+_REQUIRED = ("format", "format_version", "mechanism", "schema", "rows", "rows_public")
+_OPTIONAL = ("parameters", "privacy", "round_log", "seeded", "library_version")
+# A release sums to 1 up to rounding; this is far above the rounding of any universe that fits in
+# memory (about size * 2.2e-16) and far below any edit worth making.
+_SUM_TOLERANCE = 1e-6
 
 
 class ModelError(SynthError):
@@ -53,6 +78,7 @@ class Model:
         return self.rows * workload.answer(lambda subset: marginal_from_dense(self.distribution, self.schema, subset))
 
     def header(self) -> dict[str, Any]:
+        """What the model means, as the file's JSON header holds it (less the checksum)."""
         from . import __version__
 
         return {
@@ -70,43 +96,262 @@ class Model:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model atomically."""
-        meta = np.frombuffer(json.dumps(self.header()).encode("utf-8"), dtype=np.uint8)
+        """Write the model atomically (format version 2, with the distribution's checksum).
+
+        The distribution is written as little-endian float64, divided by its sum when that is
+        not 1 (a release is a probability distribution). ``ModelError`` if the model is not one
+        ``load`` would accept; nothing is written then.
+        """
+        where = f"{path}: cannot save the model"
+        header = self.header()
+        _check_header(header, FORMAT_VERSION, where, what="model field", saving=True)
+        distribution = np.asarray(self.distribution)
+        if distribution.dtype.kind in "iu":  # counts built by hand: the weights are what matter
+            distribution = distribution.astype(np.float64)
+        distribution = _check_distribution(distribution, self.schema.universe_size, where)
+        total = float(distribution.sum())
+        if abs(total - 1.0) > _SUM_TOLERANCE:
+            distribution = distribution / total
+        distribution = np.ascontiguousarray(distribution, dtype="<f8")
+        header[_CHECKSUM] = _checksum(distribution)
+        meta = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
         with atomic_write(path, "wb") as handle:
-            np.savez_compressed(handle, distribution=self.distribution, meta=meta)
+            np.savez_compressed(handle, distribution=distribution, meta=meta)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
-        """Read a model file; ``ModelError`` names the file and what is wrong."""
-        if os.path.isfile(path) and not zipfile.is_zipfile(path):
-            raise ModelError(f"{path}: not a synth model file (not a .npz archive)")
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                if set(archive.files) != {"distribution", "meta"}:
-                    raise ModelError(f"{path}: not a synth model file (arrays {sorted(archive.files)})")
-                meta = json.loads(archive["meta"].tobytes().decode("utf-8"))
-                distribution = np.asarray(archive["distribution"], dtype=np.float64)
-        except FileNotFoundError:
-            raise ModelError(f"{path}: no such file") from None
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if isinstance(exc, ModelError):
-                raise
-            raise ModelError(f"{path}: not a synth model file or damaged ({exc})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ModelError(f"{path}: not a synth model file")
-        if meta.get("format_version") != FORMAT_VERSION:
+        """Read and check a model file; ``ModelError`` names the file and what is wrong."""
+        meta, stored = _read_archive(path)
+        version = _check_version(meta, path)
+        fields = _check_header(meta, version, path)
+        distribution = _float_distribution(stored, path)
+        if version >= 2 and _checksum(distribution) != meta[_CHECKSUM]:
             raise ModelError(
-                f"{path}: model format version {meta.get('format_version')!r} is not supported "
-                f"(this synth reads version {FORMAT_VERSION})"
+                f"{path}: damaged model file: checksum of the distribution does not match its header "
+                "(the file was changed after it was written)"
             )
-        schema = Schema.from_dict(meta["schema"], source=path)
-        if distribution.ndim != 1 or distribution.size != schema.universe_size:
-            raise ModelError(f"{path}: the distribution has {distribution.size} cells, the schema {schema.universe_size}")
-        if not np.all(np.isfinite(distribution)) or distribution.min() < 0:
-            raise ModelError(f"{path}: the distribution has negative or non-finite values")
+        schema = _schema(meta["schema"], path)
+        distribution = _check_distribution(distribution, schema.universe_size, path)
+        total = float(distribution.sum())
+        if abs(total - 1.0) > _SUM_TOLERANCE:
+            # Version 2: save always writes a distribution summing to 1 and the checksum above
+            # matched, so this file was made outside synth; guessing what it meant would answer
+            # "as if valid", so refuse. Version 1 files carry no checksum and were written as
+            # given (a hand-built model need not have been normalised): the relative weights are
+            # all a model means, so dividing by the sum keeps every answer's meaning (evaluate
+            # already does the same). An edit to a version-1 file cannot be detected either way.
+            if version >= 2:
+                raise ModelError(
+                    f"{path}: the distribution sums to {total:.6g}, not 1 (a synth model always sums to 1): "
+                    "the file was not written by synth"
+                )
+            distribution = distribution / total
         return cls(
-            schema=schema, mechanism=meta["mechanism"], distribution=distribution, rows=meta["rows"],
-            rows_public=meta["rows_public"], parameters=meta.get("parameters", {}), privacy=meta.get("privacy", {}),
-            round_log=meta.get("round_log", []), seeded=meta.get("seeded", False),
-            library_version=meta.get("library_version", ""),
+            schema=schema, mechanism=fields["mechanism"], distribution=distribution,
+            rows=float(fields["rows"]), rows_public=fields["rows_public"],
+            parameters=fields.get("parameters", {}), privacy=fields.get("privacy", {}),
+            round_log=fields.get("round_log", []),
+            seeded=fields.get("seeded", False), library_version=fields.get("library_version", ""),
         )
+
+
+def _checksum(distribution: np.ndarray) -> str:
+    """SHA-256 (hex) of the distribution's bytes as saved: little-endian float64, C order."""
+    return hashlib.sha256(np.ascontiguousarray(distribution, dtype="<f8").tobytes()).hexdigest()
+
+
+def _read_archive(path: str | os.PathLike) -> tuple[dict[str, Any], Any]:
+    """The header (a JSON object) and the stored distribution, or ``ModelError`` naming the file."""
+    if not os.path.exists(path):
+        raise ModelError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelError(f"{path}: is a folder, not a model file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:  # the file system's answer (permissions, ...), not damage
+        raise ModelError(f"{path}: cannot read the model file: {exc.strerror or exc}") from None
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise ModelError(f"{path}: not a synth model file (not a .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if set(archive.files) != {"distribution", "meta"}:
+                raise ModelError(f"{path}: not a synth model file (arrays {sorted(archive.files)})")
+            raw_meta = archive["meta"]
+            distribution = archive["distribution"]
+    except ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see below
+        # This block only reads the archive (the file was opened above). zipfile, zlib, bz2, lzma
+        # and NumPy's .npy reader answer a damaged file with many unrelated types (BadZipFile,
+        # zlib.error, EOFError, KeyError, NotImplementedError or RuntimeError for a flag bit read
+        # as "encrypted", LZMAError, ValueError, OSError for a seek to a damaged offset,
+        # MemoryError for a damaged shape, ...): each means the same thing here, and none may
+        # escape as a traceback.
+        reason = _shown(f"{type(exc).__name__}: {exc}", limit=120, quote=False)
+        raise ModelError(f"{path}: damaged model file, cannot read it ({reason})") from None
+    # NumPy returns a member without the .npy magic as raw bytes, not an array.
+    if not isinstance(raw_meta, np.ndarray) or raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
+        raise ModelError(f"{path}: damaged model file: the header is not stored as bytes")
+    try:
+        meta = json.loads(raw_meta.tobytes().decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except UnicodeDecodeError:
+        raise ModelError(f"{path}: damaged model file: the header is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path}: damaged model file: the header is not JSON ({exc})") from None
+    except _DuplicateKey as exc:
+        raise ModelError(f"{path}: damaged model file: header field {exc.args[0]!r} appears twice") from None
+    except RecursionError:
+        raise ModelError(f"{path}: damaged model file: the header is nested too deeply") from None
+    if not isinstance(meta, dict):
+        raise ModelError(f"{path}: not a synth model file (the header is not a JSON object)")
+    return meta, distribution
+
+
+def _check_version(meta: dict[str, Any], path: object) -> int:
+    if meta.get("format") != FORMAT:
+        raise ModelError(f"{path}: not a synth model file (header format {_shown(meta.get('format'))})")
+    if "format_version" not in meta:
+        raise ModelError(f"{path}: header field 'format_version' is missing")
+    version = meta["format_version"]
+    if isinstance(version, bool) or version not in _READABLE_VERSIONS or not isinstance(version, int):
+        readable = " and ".join(str(v) for v in _READABLE_VERSIONS)
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
+        raise ModelError(
+            f"{path}: model format version {_shown(version)} is not supported "
+            f"(this synth reads versions {readable}{'; a newer file needs a newer synth' if newer else ''})"
+        )
+    return version
+
+
+def _check_header(
+    meta: dict[str, Any], version: int, where: object, *, what: str = "header field", saving: bool = False
+) -> dict[str, Any]:
+    """Check every header field's presence, type and value; return the fields (schema unparsed).
+
+    ``saving``: the header ``save`` is about to write, before it adds the checksum.
+    """
+    required = _REQUIRED + ((_CHECKSUM,) if version >= 2 and not saving else ())
+    allowed = set(required) | set(_OPTIONAL)
+    unknown = sorted(set(meta) - allowed)
+    if unknown:
+        raise ModelError(
+            f"{where}: unknown {what} {unknown[0]!r} "
+            f"(a version {version} header has: {', '.join(sorted(allowed))})"
+        )
+    for key in required:
+        if key not in meta:
+            raise ModelError(f"{where}: {what} {key!r} is missing")
+
+    def bad(key: str, expected: str) -> ModelError:
+        return ModelError(f"{where}: {what} {key!r} must be {expected}, got {_shown(meta[key])}")
+
+    mechanism = meta["mechanism"]
+    if not isinstance(mechanism, str) or not mechanism:
+        raise bad("mechanism", "a non-empty string")
+    if not isinstance(meta["schema"], dict):
+        raise bad("schema", "an object")
+    if _finite_number(meta["rows"]) is None or meta["rows"] < 0:
+        raise bad("rows", "a finite number >= 0")
+    if not isinstance(meta["rows_public"], bool):
+        raise bad("rows_public", "true or false")
+    checksum = meta.get(_CHECKSUM)
+    if _CHECKSUM in meta and (
+        not isinstance(checksum, str) or len(checksum) != 64 or not set(checksum) <= set("0123456789abcdef")
+    ):
+        raise bad(_CHECKSUM, "64 lowercase hex digits (a SHA-256)")
+    for key, kind, expected in (("parameters", dict, "an object"), ("privacy", dict, "an object"),
+                                ("round_log", list, "a list"), ("seeded", bool, "true or false"),
+                                ("library_version", str, "a string")):
+        if key in meta and not isinstance(meta[key], kind):
+            raise bad(key, expected)
+    _check_privacy(meta.get("privacy", {}), where, what)
+    return meta
+
+
+def _check_privacy(privacy: dict[str, Any], where: object, what: str) -> None:
+    """The parts of the ledger that commands print: ``spent`` and ``budget`` (epsilon, delta)."""
+    for part in ("spent", "budget"):
+        if part not in privacy:
+            continue
+        if not isinstance(privacy[part], dict):
+            raise ModelError(
+                f"{where}: {what} 'privacy.{part}' must be an object, got {_shown(privacy[part])}"
+            )
+        for key in ("epsilon", "delta"):
+            value = privacy[part].get(key)
+            # inf is a valid total ("no composition theorem fits"); nan and negatives are not.
+            if key in privacy[part] and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0
+            ):
+                raise ModelError(
+                    f"{where}: {what} 'privacy.{part}.{key}' must be a number >= 0, got {_shown(value)}"
+                )
+
+
+def _finite_number(value: Any) -> float | None:
+    """``value`` as a float if it is a finite JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _schema(obj: dict[str, Any], path: object) -> Schema:
+    try:
+        return Schema.from_dict(obj, source=path)
+    except SynthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed schema object must not escape as a traceback
+        reason = _shown(f"{type(exc).__name__}: {exc}", limit=120, quote=False)
+        raise ModelError(f"{path}: header field 'schema' is malformed ({reason})") from None
+
+
+def _float_distribution(stored: Any, path: object) -> np.ndarray:
+    if not isinstance(stored, np.ndarray):
+        raise ModelError(f"{path}: damaged model file: the distribution is not stored as an array")
+    if stored.dtype.kind != "f":
+        raise ModelError(f"{path}: the distribution must hold floats (float64), got dtype {stored.dtype}")
+    return stored
+
+
+def _check_distribution(distribution: np.ndarray, cells: int, where: object) -> np.ndarray:
+    """A flat float64 distribution over ``cells`` cells: finite, >= 0, with a finite positive sum."""
+    if distribution.dtype.kind != "f":
+        raise ModelError(
+            f"{where}: the distribution must hold floats (float64), got dtype {distribution.dtype}"
+        )
+    if distribution.ndim != 1 or distribution.size != cells:
+        raise ModelError(
+            f"{where}: the distribution has shape {distribution.shape}, the schema's universe {cells:,} cells"
+        )
+    distribution = distribution.astype(np.float64, copy=False)
+    bad = np.flatnonzero(~np.isfinite(distribution))
+    if bad.size:
+        raise ModelError(
+            f"{where}: the distribution holds {bad.size:,} non-finite values "
+            f"(cell {bad[0]}: {float(distribution[bad[0]])!r}); it must be finite and >= 0"
+        )
+    bad = np.flatnonzero(distribution < 0)
+    if bad.size:
+        raise ModelError(
+            f"{where}: the distribution holds {bad.size:,} negative values "
+            f"(cell {bad[0]}: {float(distribution[bad[0]])!r}); it must be finite and >= 0"
+        )
+    with np.errstate(over="ignore"):
+        total = float(distribution.sum())
+    if not math.isfinite(total):
+        largest = float(distribution.max())
+        raise ModelError(f"{where}: the distribution's sum overflows (largest cell {largest!r})")
+    if not total > 0:
+        raise ModelError(f"{where}: the distribution is all zero: there is nothing to answer or sample from")
+    return distribution
+
+
+def _shown(value: Any, limit: int = 60, quote: bool = True) -> str:
+    """``repr(value)`` (or ``str`` with ``quote=False``) cut to ``limit`` characters."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
