@@ -22,7 +22,8 @@ from ._common import (
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON: the queries to compare.")
 @click.option("--model", "model_file", type=click.Path(exists=True, dir_okay=False),
-              help="Evaluate a released model (.npz from synth generate/answer --model).")
+              help="A released model (.npz from synth generate/answer): alone, evaluate its distribution; beside "
+                   "--synthetic or --answers, the release's privacy record (mechanism, epsilon, delta, n, seeding).")
 @click.option("--synthetic", "synthetic_file", type=click.Path(exists=True, dir_okay=False),
               help="Evaluate a synthetic table (CSV read under --schema).")
 @click.option("--answers", "answers_file", type=click.Path(exists=True, dir_okay=False),
@@ -39,9 +40,14 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
     """Compare a release with the exact answers on DATA.csv and write a report folder.
 
     The release is one of: a model (--model), a synthetic table (--synthetic) or an answers
-    CSV (--answers). The folder holds answers.csv (true, released and errors per query),
-    summary.json (max and mean absolute error as fractions of n, L1 error per marginal and
-    its mean), PNG plots and index.html showing them all.
+    CSV (--answers). A CSV carries no privacy record: pass the model it came from with --model
+    beside it (the table or answers are evaluated; the model supplies the mechanism, the epsilon
+    and delta spent, whether n is public or a noisy count, and whether the run was seeded).
+    Without it the report says the record is not recorded.
+
+    The folder holds answers.csv (true, released and errors per query), summary.json (the
+    release's record; max and mean absolute error as fractions of n, L1 error per marginal
+    and its mean), PNG plots and index.html showing them all.
 
     Errors compare fractions: true counts over n, released answers over the row count the
     release is scaled to (the model's rows, the synthetic table's row count; n for an
@@ -55,17 +61,18 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
       synth evaluate adult.csv --schema adult-domain.json --workload w3.json \\
           --model mwem.npz -o report/
       synth evaluate adult.csv --schema adult-domain.json --workload w3.json \\
-          --synthetic synthetic.csv -o report-synthetic/
+          --synthetic synthetic.csv --model mwem.npz -o report-synthetic/
       synth evaluate d.csv --schema s.json --workload w.json --answers pmw.csv \\
-          --monitor kl.csv -o report-pmw/
+          --model pmw.npz --monitor kl.csv -o report-pmw/
     """
     from synth.errors import SynthError
 
-    given = [name for name, value in (("--model", model_file), ("--synthetic", synthetic_file),
-                                      ("--answers", answers_file)) if value]
-    if len(given) != 1:
-        raise click.UsageError("choose one release to evaluate: --model, --synthetic or --answers"
-                               + (f" (got {', '.join(given)})" if given else ""))
+    tables = [name for name, value in (("--synthetic", synthetic_file), ("--answers", answers_file)) if value]
+    if len(tables) > 1:
+        raise click.UsageError("choose one release to evaluate: --synthetic or --answers (got --synthetic, "
+                               "--answers); --model may go beside either to give its privacy record")
+    if not tables and not model_file:
+        raise click.UsageError("choose one release to evaluate: --model, --synthetic or --answers")
     try:
         _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
                   quiet, output)
@@ -76,7 +83,7 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
 def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
               quiet, output) -> None:
     from synth.data import scan
-    from synth.evaluate import evaluate, read_answers, read_synthetic, released_from_model
+    from synth.evaluate import add_model_record, evaluate, read_answers, read_synthetic, released_from_model
     from synth.report import check_report_folder, read_monitor, write_report
     from synth.workload import Workload
 
@@ -87,16 +94,33 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
     if monitor is not None and len(monitor) and int(monitor.query_id.max()) >= len(queries):
         warn(f"{monitor_file}: updates name query ids up to {int(monitor.query_id.max())} but the workload has "
              f"{len(queries):,} queries: is it from a run on another workload?")
+    model = None
     if model_file:
         from synth.model import Model
 
-        released = released_from_model(Model.load(model_file), queries, source=model_file)
-        released.info["path"] = model_file
-    elif synthetic_file:
+        model = Model.load(model_file)
+    if synthetic_file:
         with progress(f"reading {synthetic_file}", quiet) as update:
             released = read_synthetic(synthetic_file, full, queries, columns=columns, progress=update)
-    else:
+    elif answers_file:
         released = read_answers(answers_file, queries)
+    else:
+        released = released_from_model(model, queries, source=model_file)
+        released.info["path"] = model_file
+    if model is not None and released.kind != "model":
+        add_model_record(released, model, queries, source=model_file)
+    elif model is None:
+        note(f"{synthetic_file or answers_file} carries no privacy record (mechanism, epsilon, delta, n): pass "
+             "--model with the model it came from to show it in the report")
+    if model is not None and model.seeded:
+        warn(f"{model_file} comes from a seeded run: for testing, not for release")
+    if monitor is not None and model is not None and model.mechanism == "pmw":
+        planned = model.parameters.get("updates")
+        if monitor.updates_allowed is None and planned is not None:
+            monitor.updates_allowed = int(planned)  # an older monitor file without its plan line
+        elif planned is not None and monitor.updates_allowed != planned:
+            warn(f"{monitor_file} is from a run with L={monitor.updates_allowed:,} but {model_file} has "
+                 f"L={int(planned):,}: are they from the same run?")
     with progress(f"reading {data}", quiet) as update:
         truth = scan(data, full, queries.subsets, columns=columns, progress=update)
     for name, count in truth.clipped.items():

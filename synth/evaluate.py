@@ -14,6 +14,11 @@ CSV) with the exact answers on the private data, by the error measures of DESIGN
   A model or a synthetic table gives every table; an answers CSV gives a table only when its
   cell queries cover every cell of it (otherwise that marginal's L1 is ``None``).
 
+The release's privacy record (mechanism, epsilon and delta spent, whether its n is public or
+a noisy count bought from the budget, whether the run was seeded) comes from a model: its own
+for a model, or the one passed beside a synthetic table or an answers CSV (``add_model_record``),
+which carry none. Without one the summary says the record is not recorded.
+
 Everything here reads the true data: the numbers are NOT differentially private.
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -37,7 +43,9 @@ __all__ = [
     "Evaluation",
     "EvaluationError",
     "MarginalError",
+    "NOT_RECORDED",
     "Released",
+    "add_model_record",
     "check_model_schema",
     "evaluate",
     "read_answers",
@@ -45,12 +53,19 @@ __all__ = [
     "released_from_codes",
     "released_from_model",
     "released_from_tables",
+    "release_record",
 ]
 
 NON_PRIVATE_NOTE = ("NON-PRIVATE: computed from the true data (it reads the private data); "
                     "for the data owner only, never release it")
 
 SOURCES = ("model", "synthetic", "answers")
+
+#: What the report says of a synthetic table or an answers CSV evaluated without its model.
+NOT_RECORDED = "not recorded: {what} carries no privacy record; pass --model to show it"
+_CARRIERS = {"model": "a model", "synthetic": "a synthetic CSV", "answers": "an answers CSV"}
+#: The privacy record's entries in ``Released.info`` (``None`` where not known).
+RECORD_FIELDS = ("mechanism", "epsilon", "delta", "rows_public", "seeded")
 
 Tables = Mapping[tuple, np.ndarray] | Callable[[tuple], np.ndarray]
 
@@ -108,6 +123,14 @@ def _column_text(column) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _model_record(model) -> dict[str, Any]:
+    privacy = model.privacy or {}
+    spent, budget = privacy.get("spent", {}), privacy.get("budget", {})
+    return {"mechanism": model.mechanism, "epsilon": spent.get("epsilon", budget.get("epsilon")),
+            "delta": spent.get("delta", budget.get("delta")), "rows_public": bool(model.rows_public),
+            "seeded": bool(model.seeded)}
+
+
 def released_from_model(model, workload: Workload, *, source: object = "model") -> Released:
     """The answers of a ``synth.model.Model`` (``model.answer``) and its marginal tables."""
     from .tables import marginals_from_dense
@@ -119,12 +142,47 @@ def released_from_model(model, workload: Workload, *, source: object = "model") 
         raise EvaluationError(f"{source}: the model's distribution sums to 0")
     tables = {s: t / total for s, t in zip(subsets, marginals_from_dense(model.distribution, model.schema, subsets))}
     answers = model.rows * workload.answer(tables)
-    privacy = model.privacy or {}
-    spent, budget = privacy.get("spent", {}), privacy.get("budget", {})
-    info = {"mechanism": model.mechanism, "epsilon": spent.get("epsilon", budget.get("epsilon")),
-            "delta": spent.get("delta", budget.get("delta")), "rows_public": model.rows_public,
-            "seeded": model.seeded}
+    info = {**_model_record(model), "privacy_record": "the model's own"}
     return Released("model", answers, float(model.rows), tables, info)
+
+
+def add_model_record(released: Released, model, workload: Workload, *, source: object = "model") -> Released:
+    """Give a synthetic table's or an answers CSV's ``released`` the privacy record of ``model``,
+    the release it came from (its mechanism, privacy spent, n and whether it was seeded).
+
+    The model must be over the workload's columns; for an answers CSV whose ``privacy`` column
+    names how it was made, it must name the model's mechanism (answers from another run, or
+    exact answers, are refused). Returns ``released``, its ``info`` updated.
+    """
+    if released.kind == "model":
+        raise ValueError("released is a model's: it carries its own record")
+    check_model_schema(model.schema, workload.schema, source)
+    label = released.info.get("privacy")
+    if label is not None and not re.search(rf"\b{re.escape(model.mechanism)}\b", label):
+        raise EvaluationError(
+            f"{source}: the model is a {model.mechanism} release but {released.info.get('path', 'the answers')} "
+            f"says its answers are {label!r}; pass the model saved by the run that wrote the answers "
+            "(synth answer --save-model)"
+        )
+    released.info.update(_model_record(model), model_rows=float(model.rows), model=str(source),
+                         privacy_record=f"from the model {source}")
+    return released
+
+
+def release_record(kind: str, info: Mapping[str, Any]) -> dict[str, Any]:
+    """The privacy record of a release for the report: ``RECORD_FIELDS`` (``None`` where not
+    known), ``n_status`` (``"public"``, ``"noisy count"`` or ``None``) and ``privacy_record``
+    (where it came from, or ``NOT_RECORDED`` when nothing is known)."""
+    record = {name: info.get(name) for name in RECORD_FIELDS}
+    public = record["rows_public"]
+    record["n_status"] = None if public is None else "public" if public else "noisy count"
+    if info.get("privacy_record"):
+        record["privacy_record"] = info["privacy_record"]
+    elif all(record[name] is None for name in RECORD_FIELDS):
+        record["privacy_record"] = NOT_RECORDED.format(what=_CARRIERS.get(kind, "the release"))
+    else:  # a caller set part of it by hand
+        record["privacy_record"] = "partly recorded: the entries it lacks are not recorded"
+    return record
 
 
 def released_from_tables(tables: Mapping[tuple[str, ...], np.ndarray], workload: Workload, *,
@@ -297,7 +355,8 @@ class Evaluation:
             "n": int(self.n),
             "queries": len(self.workload),
             "columns": list(self.workload.schema.names),
-            "source": {"kind": self.kind, "rows": _number(self.released_rows), **_jsonable(self.info)},
+            "source": {"kind": self.kind, "rows": _number(self.released_rows), **_jsonable(self.info),
+                       **_jsonable(release_record(self.kind, self.info))},
             "max_absolute_error": _number(abs_err.max()) if abs_err.size else None,
             "mean_absolute_error": _number(abs_err.mean()) if abs_err.size else None,
             "median_absolute_error": _number(np.median(abs_err)) if abs_err.size else None,

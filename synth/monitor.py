@@ -5,6 +5,10 @@ Phi_t = KL(x/n || D_t) before and after, the drop against the T^2/16 the theory 
 the true error of the query, and flags any step that breaks the theory. It only reads the
 model's state (through read-only views) and draws no randomness, so it can never change
 what PMW releases.
+
+Its CSV starts with two comment lines: the NON-PRIVATE header, then the run's plan
+(``# plan: updates_allowed=L threshold=T``), so the plan's L and T are on file even when PMW
+made no update and the table below has no rows.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["KLMonitor", "MonitorRow", "NON_PRIVATE_HEADER"]
+__all__ = ["KLMonitor", "MonitorRow", "NON_PRIVATE_HEADER", "PLAN_PREFIX"]
 
 NON_PRIVATE_HEADER = (
     "# NON-PRIVATE diagnostic: computed from the true data, for the data owner only; never release it"
 )
+#: The second line of the CSV: the plan's update bound L and threshold T (a fraction of n).
+PLAN_PREFIX = "# plan:"
 _TOLERANCE = 1e-9
 
 
@@ -87,8 +93,11 @@ class KLMonitor:
         return row
 
     def write_csv(self, handle) -> None:
-        """The rows as CSV, under a first line that says the file is NON-PRIVATE."""
+        """The rows as CSV, under a first line that says the file is NON-PRIVATE and a second
+        that records the plan's L and T (so they survive a run with no update)."""
         handle.write(NON_PRIVATE_HEADER + "\n")
+        plan = f"updates_allowed={int(self.updates_allowed)} threshold={float(self.threshold)!r}"
+        handle.write(f"{PLAN_PREFIX} {plan}\n")
         fields = list(MonitorRow.__dataclass_fields__)
         writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
         writer.writeheader()

@@ -84,10 +84,15 @@ class ReportError(SynthError):
 
 @dataclass
 class MonitorLog:
-    """PMW's KL monitor CSV (``synth answer --monitor``): one entry per update."""
+    """PMW's KL monitor CSV (``synth answer --monitor``): one entry per update.
+
+    ``updates_allowed`` is the run's update bound L and ``planned_threshold`` its threshold T,
+    both from the file's plan line (files without one: L from the rows, T from the guaranteed
+    drop; ``None`` when there is no row either).
+    """
 
     update: np.ndarray
-    updates_allowed: int
+    updates_allowed: int | None
     query_id: np.ndarray
     query: list[str]
     true_error: np.ndarray
@@ -95,14 +100,24 @@ class MonitorLog:
     phi_after: np.ndarray
     guaranteed_drop: np.ndarray
     flag: list[str]
+    planned_threshold: float | None = None
 
     def __len__(self) -> int:
         return int(self.update.size)
 
     @property
     def threshold(self) -> float | None:
-        """PMW's threshold T (the guaranteed drop is T^2/16), or None with no update."""
+        """PMW's threshold T (the guaranteed drop is T^2/16); None when the file records neither."""
+        if self.planned_threshold is not None:
+            return self.planned_threshold
         return float(4 * math.sqrt(self.guaranteed_drop[0])) if len(self) else None
+
+    @property
+    def allowed_text(self) -> str:
+        """``L = 567`` (or that the file does not record L), for labels."""
+        if self.updates_allowed is None:
+            return "L not recorded in the monitor file"
+        return f"L = {self.updates_allowed:,}"
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -116,18 +131,27 @@ class MonitorLog:
 
 
 def read_monitor(path: str | os.PathLike) -> MonitorLog:
-    """Read a KL monitor CSV: a ``# NON-PRIVATE`` first line, then the rows of ``MonitorRow``."""
+    """Read a KL monitor CSV: a ``# NON-PRIVATE`` first line, the plan line
+    (``# plan: updates_allowed=L threshold=T``; older files lack it), then the rows of ``MonitorRow``."""
+    from .monitor import PLAN_PREFIX
+
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            first = handle.readline()
-            if not first.startswith("# NON-PRIVATE"):
-                raise ReportError(f"{path}: not a PMW monitor file (its first line should be '# NON-PRIVATE ...', "
-                                  "as synth answer --mechanism pmw --monitor writes it)")
-            reader = csv.DictReader(handle)
-            absent = [c for c in _MONITOR_COLUMNS if c not in (reader.fieldnames or [])]
-            if absent:
-                raise ReportError(f"{path}: not a PMW monitor file: no column {absent[0]!r}")
-            rows = list(reader)
+            lines = handle.read().splitlines(keepends=True)
+        if not lines or not lines[0].startswith("# NON-PRIVATE"):
+            raise ReportError(f"{path}: not a PMW monitor file (its first line should be '# NON-PRIVATE ...', "
+                              "as synth answer --mechanism pmw --monitor writes it)")
+        plan: dict[str, str] = {}
+        body = 1
+        while body < len(lines) and lines[body].startswith("#"):
+            if lines[body].startswith(PLAN_PREFIX):
+                plan = _plan_line(path, body + 1, lines[body][len(PLAN_PREFIX):])
+            body += 1
+        reader = csv.DictReader(lines[body:])
+        absent = [c for c in _MONITOR_COLUMNS if c not in (reader.fieldnames or [])]
+        if absent:
+            raise ReportError(f"{path}: not a PMW monitor file: no column {absent[0]!r}")
+        rows = list(reader)
     except FileNotFoundError:
         raise ReportError(f"{path}: no such file") from None
     except UnicodeDecodeError:
@@ -145,9 +169,36 @@ def read_monitor(path: str | os.PathLike) -> MonitorLog:
         return np.array(values, dtype=np.int64 if kind is int else np.float64)
 
     allowed = numbers("updates_allowed", int)
-    return MonitorLog(numbers("update", int), int(allowed[0]) if allowed.size else 0, numbers("query_id", int),
+    if "updates_allowed" in plan:
+        updates_allowed = int(plan["updates_allowed"])
+        if allowed.size and np.any(allowed != updates_allowed):
+            raise ReportError(f"{path}: the plan line says updates_allowed={updates_allowed} but a row says "
+                              f"{int(allowed[allowed != updates_allowed][0])}; is the file from two runs?")
+    else:  # a file without a plan line: L is known only from its rows
+        updates_allowed = int(allowed[0]) if allowed.size else None
+    threshold = float(plan["threshold"]) if "threshold" in plan else None
+    return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
                       [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
-                      numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows])
+                      numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows], threshold)
+
+
+def _plan_line(path, line: int, text: str) -> dict[str, str]:
+    """``updates_allowed=L threshold=T`` -> its entries, checked."""
+    entries = {}
+    for item in text.split():
+        key, _, value = item.partition("=")
+        entries[key] = value
+    for key, kind in (("updates_allowed", int), ("threshold", float)):
+        if key not in entries:
+            continue
+        try:
+            number = kind(entries[key])
+        except ValueError:
+            number = None
+        if number is None or not (math.isfinite(number) and number >= 0):
+            raise ReportError(f"{path}: line {line}: {key}={entries[key]!r} is not a number >= 0 (the plan line "
+                              "should read '# plan: updates_allowed=L threshold=T')")
+    return entries
 
 
 # -- the folder -----------------------------------------------------------------------------
@@ -343,7 +394,7 @@ def _plot_potential(monitor: MonitorLog, path: Path) -> str:
         axes.legend()
     else:
         axes.text(0.5, 0.5, "PMW made no update", ha="center", va="center", transform=axes.transAxes)
-    axes.set_xlabel(f"update t (of L = {monitor.updates_allowed:,} allowed)")
+    axes.set_xlabel(f"update t ({_allowed_label(monitor)})")
     axes.set_ylabel("potential (nats)")
     axes.set_title("KL potential per update (NON-PRIVATE monitor)")
     return _save(figure, path)
@@ -366,8 +417,15 @@ def _plot_timeline(monitor: MonitorLog, path: Path) -> str:
     top.set_ylabel("query id")
     top.set_title("Round timeline: the updates (red: flagged by the monitor)")
     bottom.set_ylabel("true error at the update\n(fraction of n)")
-    bottom.set_xlabel(f"update t (of L = {monitor.updates_allowed:,} allowed)")
+    bottom.set_xlabel(f"update t ({_allowed_label(monitor)})")
     return _save(figure, path)
+
+
+def _allowed_label(monitor: MonitorLog) -> str:
+    """The plots' note on L: ``of L = 567 allowed`` (the run's plan, from the monitor file)."""
+    if monitor.updates_allowed is None:
+        return monitor.allowed_text
+    return f"of {monitor.allowed_text} allowed"
 
 
 def _finite_or_nan(values):
@@ -403,14 +461,11 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         ("queries", f"{summary['queries']:,}"),
         ("source", f"{source['kind']}" + (f" ({source['path']})" if source.get("path") else "")),
     ]
-    if source["kind"] == "model":
-        rows += [("mechanism", source.get("mechanism")),
-                 ("privacy spent", f"epsilon = {_fmt(source.get('epsilon'))}, delta = {_fmt(source.get('delta'))}"),
-                 ("model rows", f"{_fmt(source.get('rows'))} ({'public' if source.get('rows_public') else 'noisy count'})")]
-    elif source["kind"] == "synthetic":
+    if source["kind"] == "synthetic":
         rows.append(("synthetic rows", f"{_fmt(source.get('rows'))}"))
-    elif source.get("privacy"):
+    elif source["kind"] == "answers" and source.get("privacy"):
         rows.append(("answers' privacy", source["privacy"]))
+    rows += _record_rows(source)
     rows += [
         ("max absolute error", (f"{_fmt(summary['max_absolute_error'])} of n "
                                f"(~{_fmt(summary['max_absolute_error_rows'])} rows; query {summary['worst_query']})")),
@@ -423,7 +478,7 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
     ]
     if monitor is not None:
         m = summary["monitor"]
-        rows.append(("PMW monitor", (f"{m['updates']:,} updates of L = {m['updates_allowed']:,}; potential "
+        rows.append(("PMW monitor", (f"{m['updates']:,} updates ({_allowed_label(monitor)}); potential "
                                     f"{_fmt(m['phi_start'])} -> {_fmt(m['phi_end'])}; "
                                     f"{m['flagged_updates']} flagged")))
     parts = [
@@ -478,6 +533,37 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
             parts.append("</ul>")
     parts.append(f'<p class="private">{e(HEADER_TEXT)}</p></body></html>\n')
     return "\n".join(parts)
+
+
+_NOT_RECORDED = "not recorded"
+
+
+def _record_rows(source: dict[str, Any]) -> list[tuple[str, str]]:
+    """The release's privacy record: where it comes from, mechanism, epsilon and delta spent,
+    n's status and seeding ("not recorded" where the record lacks them)."""
+    rows = []
+    if source.get("privacy_record") and source["privacy_record"] != "the model's own":
+        rows.append(("privacy record", source["privacy_record"]))
+    rows.append(("mechanism", source.get("mechanism") or _NOT_RECORDED))
+
+    def known(name: str) -> str:
+        return _NOT_RECORDED if source.get(name) is None else _fmt(source[name])
+
+    if source.get("epsilon") is None and source.get("delta") is None:
+        rows.append(("privacy spent", _NOT_RECORDED))
+    else:
+        rows.append(("privacy spent", f"epsilon = {known('epsilon')}, delta = {known('delta')}"))
+    count = source.get("rows") if source["kind"] == "model" else source.get("model_rows")
+    status = {"public": "public (given, not read from the data)",
+              "noisy count": "a noisy count bought from the budget"}.get(source.get("n_status"))
+    if status is None:
+        rows.append(("release's n", _NOT_RECORDED))
+    else:
+        rows.append(("release's n", status if count is None else f"{_fmt(count)}: {status}"))
+    seeded = source.get("seeded")
+    rows.append(("seeded run", _NOT_RECORDED if seeded is None else
+                 "yes: a seeded run is for testing, not for release" if seeded else "no"))
+    return rows
 
 
 def _fmt(value) -> str:

@@ -334,8 +334,8 @@ def bad_inputs(files: Path, tmp: Path) -> dict[str, tuple[list, str]]:
         "synthetic outside the bins": (["--schema", s, "--workload", w, "--synthetic", tmp / "big.csv"],
                                        "column 'size': 1 values lie outside the schema's bin edges"),
         "no source": (["--schema", s, "--workload", w], "choose one release to evaluate"),
-        "two sources": (["--schema", s, "--workload", w, "--model", files / "m.npz", "--synthetic", files / "syn.csv"],
-                        "(got --model, --synthetic)"),
+        "two sources": (["--schema", s, "--workload", w, "--synthetic", files / "syn.csv", "--answers",
+                         files / "answers.csv"], "(got --synthetic, --answers)"),
         "not a monitor": (["--schema", s, "--workload", w, "--model", files / "m.npz", "--monitor", tmp / "kl.csv"],
                           "not a PMW monitor file"),
         "occupied folder": (["--schema", s, "--workload", w, "--model", files / "m.npz", "-o", tmp / "notes"],
@@ -404,3 +404,143 @@ def test_adult_model_report_on_a_few_columns(adult_paths, tmp_path):
     table = pd.read_csv(tmp_path / "report" / "answers.csv")
     count = int(((data["sex"] == 1) & (data["race"] == 4)).sum())
     assert table.loc[table["query"] == "sex = 1 AND race = 4", "true"].item() == count
+
+
+# -- the release's privacy record, and PMW's L in the monitor plots --------------------------
+
+
+def noisy_unseeded_model(files: Path, path: Path) -> Model:
+    """The fixture's model, its record changed so that every entry differs from the original."""
+    import dataclasses
+
+    model = Model.load(files / "m.npz")
+    privacy = json.loads(json.dumps(model.privacy))
+    privacy["spent"] = {**privacy["spent"], "epsilon": 0.625, "delta": 3e-7}
+    changed = dataclasses.replace(model, rows=6012.0, rows_public=False, seeded=False, privacy=privacy)
+    changed.save(path)
+    return changed
+
+
+def test_a_synthetic_table_with_its_model_shows_the_models_record(files, tmp_path):
+    model = Model.load(files / "m.npz")  # seeded MWEM at epsilon 1, n public (--rows 6000)
+    spent = model.privacy["spent"]
+    out = tmp_path / "seeded"
+    result = evaluate_cli(files, out, "--synthetic", files / "syn.csv", "--model", files / "m.npz")
+    assert result.exit_code == 0, result.output
+    assert "comes from a seeded run: for testing, not for release" in result.stderr
+    source = load_summary(out)["source"]
+    assert source["kind"] == "synthetic" and source["rows"] == 6000  # the synthetic table is evaluated
+    assert source["mechanism"] == "mwem" and source["epsilon"] == pytest.approx(spent["epsilon"])
+    assert source["delta"] == pytest.approx(spent["delta"])
+    assert source["n_status"] == "public" and source["rows_public"] is True and source["seeded"] is True
+    assert source["model"] == str(files / "m.npz") and source["model_rows"] == model.rows
+    page = (out / "index.html").read_text()
+    assert "<th>mechanism</th><td>mwem</td>" in page
+    assert f"epsilon = {report._fmt(spent['epsilon'])}, delta = {report._fmt(spent['delta'])}" in page
+    assert "6,000: public (given, not read from the data)" in page
+    assert "yes: a seeded run is for testing, not for release" in page and "not recorded" not in page
+    # the numbers are the synthetic table's, whatever model is passed beside it
+    alone = tmp_path / "alone"
+    assert evaluate_cli(files, alone, "--synthetic", files / "syn.csv").exit_code == 0
+    assert load_summary(alone)["marginals"] == load_summary(out)["marginals"]
+    # another record (noisy n, unseeded, other epsilon) shows as such
+    noisy_unseeded_model(files, tmp_path / "noisy.npz")
+    out = tmp_path / "noisy"
+    result = evaluate_cli(files, out, "--synthetic", files / "syn.csv", "--model", tmp_path / "noisy.npz")
+    assert result.exit_code == 0, result.output
+    assert "seeded run" not in result.stderr
+    source = load_summary(out)["source"]
+    assert source["epsilon"] == 0.625 and source["delta"] == 3e-7 and source["model_rows"] == 6012
+    assert source["n_status"] == "noisy count" and source["seeded"] is False
+    page = (out / "index.html").read_text()
+    assert "epsilon = 0.625, delta = 3e-07" in page and "6,012: a noisy count bought from the budget" in page
+    assert "<th>seeded run</th><td>no</td>" in page
+
+
+def test_a_csv_without_its_model_says_its_record_is_not_recorded(files, tmp_path):
+    for kind, path, what in (("synthetic", "syn.csv", "a synthetic CSV"), ("answers", "answers.csv", "an answers CSV")):
+        out = tmp_path / kind
+        result = evaluate_cli(files, out, f"--{kind}", files / path)
+        assert result.exit_code == 0, result.output
+        assert "carries no privacy record" in result.stderr and "pass --model" in result.stderr
+        expected = f"not recorded: {what} carries no privacy record; pass --model to show it"
+        source = load_summary(out)["source"]
+        assert source["privacy_record"] == expected
+        assert all(source[k] is None for k in ("mechanism", "epsilon", "delta", "n_status", "seeded"))
+        page = (out / "index.html").read_text()
+        assert f"<th>privacy record</th><td>{expected}</td>" in page
+        for label in ("mechanism", "privacy spent", "release&#x27;s n", "seeded run"):
+            assert f"<th>{label}</th><td>not recorded</td>" in page, label
+
+
+def test_answers_with_their_model_show_the_models_record_and_the_monitors_l(files, tmp_path):
+    """A PMW run at epsilon 1 (n bought as a noisy count) makes no update here: its monitor file
+    has no row, and the report must still show the run's L (it used to say L = 0)."""
+    result = run("answer", files / "d.csv", "--schema", files / "s.json", "--workload", files / "w.json",
+                 "--mechanism", "pmw", "--epsilon", "1", "--delta", "1e-6", "--seed", "5", "-o", tmp_path / "pmw.csv",
+                 "--save-model", tmp_path / "pmw.npz", "--monitor", tmp_path / "kl.csv", "--quiet")
+    assert result.exit_code == 0, result.output
+    model = Model.load(tmp_path / "pmw.npz")
+    allowed = model.parameters["updates"]
+    assert allowed > 0 and model.round_log == []  # L > 0 allowed, none used
+    out = tmp_path / "report"
+    result = evaluate_cli(files, out, "--answers", tmp_path / "pmw.csv", "--model", tmp_path / "pmw.npz",
+                          "--monitor", tmp_path / "kl.csv")
+    assert result.exit_code == 0, result.output
+    summary = load_summary(out)
+    source = summary["source"]
+    assert source["kind"] == "answers" and source["mechanism"] == "pmw" and source["n_status"] == "noisy count"
+    assert source["epsilon"] == pytest.approx(model.privacy["spent"]["epsilon"]) and source["seeded"] is True
+    assert source["delta"] == pytest.approx(model.privacy["spent"]["delta"]) and source["model_rows"] == model.rows
+    assert summary["monitor"]["updates"] == 0 and summary["monitor"]["updates_allowed"] == allowed
+    assert summary["monitor"]["threshold"] == pytest.approx(model.parameters["threshold"])
+    page = (out / "index.html").read_text()
+    assert "<th>mechanism</th><td>pmw</td>" in page and "a noisy count bought from the budget" in page
+    assert f"0 updates (of L = {allowed:,} allowed)" in page and "L = 0" not in page
+    # answers from another mechanism than the model's are refused
+    result = evaluate_cli(files, tmp_path / "other", "--answers", files / "answers.csv", "--model",
+                          tmp_path / "pmw.npz")
+    assert result.exit_code != 0 and "the model is a pmw release but" in result.stderr
+    assert "'differentially private (test)'" in result.stderr and not (tmp_path / "other").exists()
+
+
+def write_monitor(run, path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        run.monitor.write_csv(handle)
+    return path
+
+
+@pytest.mark.parametrize("epsilon, alpha, rng, updates", [(3.0, None, 1, "none"), (30.0, 0.15, 3, "some")])
+def test_the_monitor_file_keeps_the_runs_l(tmp_path, epsilon, alpha, rng, updates):
+    from .test_pmw import SCHEMA as PMW_SCHEMA, WORKLOAD as PMW_WORKLOAD
+
+    pmw = run_pmw(correlated_codes(4000, 2), PMW_SCHEMA, PMW_WORKLOAD, epsilon, alpha=alpha, rows=4000, rng=rng,
+                  passes=2, monitor=True)
+    assert (pmw.pmw.updates > 0) == (updates == "some") and pmw.plan.updates > 0
+    log = report.read_monitor(write_monitor(pmw, tmp_path / "kl.csv"))
+    assert len(log) == pmw.pmw.updates
+    assert log.updates_allowed == pmw.plan.updates and log.summary()["updates_allowed"] == pmw.plan.updates
+    assert log.threshold == pytest.approx(pmw.plan.threshold)
+    assert report._allowed_label(log) == f"of L = {pmw.plan.updates:,} allowed"
+
+
+def test_an_old_monitor_file_without_its_plan_line(tmp_path, files):
+    schema = Schema.load(files / "s.json")
+    workload = Workload.load(files / "w.json", schema)
+    pmw = run_pmw(correlated_codes(6000, 1), schema, workload, 30.0, alpha=0.15, rows=6000, rng=3, monitor=True)
+    lines = write_monitor(pmw, tmp_path / "kl.csv").read_text().splitlines(keepends=True)
+    assert lines[1].startswith("# plan: updates_allowed=")
+    (tmp_path / "rows.csv").write_text(lines[0] + "".join(lines[2:]))  # L from its rows
+    assert report.read_monitor(tmp_path / "rows.csv").updates_allowed == pmw.plan.updates
+    (tmp_path / "empty.csv").write_text(lines[0] + lines[2])  # no row, no plan line: L is unknown, not 0
+    log = report.read_monitor(tmp_path / "empty.csv")
+    assert log.updates_allowed is None and "L not recorded" in report._allowed_label(log)
+    (tmp_path / "bad.csv").write_text(lines[0] + "# plan: updates_allowed=many threshold=0.1\n" + lines[2])
+    with pytest.raises(report.ReportError, match=r"line 2: updates_allowed='many' is not a number >= 0"):
+        report.read_monitor(tmp_path / "bad.csv")
+    # with the run's PMW model beside it, the report takes L from the model
+    pmw.pmw.to_model().save(tmp_path / "pmw.npz")
+    out = tmp_path / "report"
+    result = evaluate_cli(files, out, "--model", tmp_path / "pmw.npz", "--monitor", tmp_path / "empty.csv")
+    assert result.exit_code == 0, result.output
+    assert load_summary(out)["monitor"]["updates_allowed"] == pmw.plan.updates
