@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -10,40 +11,42 @@ import click
 
 from ._common import EPSILON, note, progress, quiet_option, seed_option, warn
 
-DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 MARKER = "DEMO.txt"
+NON_PRIVATE = "NON-PRIVATE (computed from the true data)"
 
 
 @click.command()
 @click.option("-o", "--output", default="synth-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for everything the demo writes (made if missing; a previous demo's is replaced).")
-@click.option("--epsilon", type=EPSILON, default=1.0, show_default=True, help="Privacy budget of each engine's run.")
+@click.option("--epsilon", type=EPSILON, default=1.0, show_default=True,
+              help="Privacy budget of EACH engine's run (two runs: 2 x epsilon if both were released).")
 @seed_option
 @quiet_option
 def demo(output, epsilon, seed, quiet) -> None:
     """Run the whole pipeline on the bundled demo table and say where everything is.
 
-    schema (public, bundled) -> workload (all 2- and 3-way marginals) -> MWEM and PMW at
-    epsilon=1, each its own run (n is not public: each buys a noisy count) -> models and
-    synthetic CSVs -> an evaluation report per engine (NON-PRIVATE: it reads the data, as
-    the data owner would). The table (datasets/demo.csv) is synthetic: no real people.
+    schema (public, bundled) -> workload (all 2- and 3-way marginals) -> MWEM and PMW, each
+    its own run spending --epsilon (so 2 x epsilon in all, were both released; n is not
+    public: each buys a noisy count) -> models and synthetic CSVs -> an evaluation report per
+    engine (NON-PRIVATE: it reads the data, as the data owner would). The demo table and its
+    schema are copied into the folder (demo.csv, demo-schema.json) for trying the other
+    commands on. The table is synthetic: no real people.
 
     \b
     Examples:
       synth demo
       synth demo -o /tmp/demo --seed 1
     """
-    data, schema_file = DATASETS / "demo.csv", DATASETS / "demo-schema.json"
-    if not data.exists() or not schema_file.exists():
-        raise click.ClickException(f"the demo table is missing from {DATASETS}: install synth from its source "
-                                   "folder (pip install -e .)")
+    from synth.bundled import bundled
+
     folder = Path(output)
     _check_folder(folder)
+    table = bundled("demo")
     started = time.perf_counter()
     import numpy as np
 
     from synth.data import read
-    from synth.evaluate import evaluate, read_synthetic
+    from synth.evaluate import add_model_record, evaluate, read_synthetic
     from synth.mwem import mwem
     from synth.pmw import run_pmw
     from synth.report import write_report
@@ -54,6 +57,9 @@ def demo(output, epsilon, seed, quiet) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MARKER).write_text("Written by `synth demo`; the folder is replaced by the next demo run.\n")
+    data, schema_file = folder / "demo.csv", folder / "demo-schema.json"
+    shutil.copyfile(table.data, data)
+    shutil.copyfile(table.schema, schema_file)
     schema = Schema.load(schema_file)
     workload = Workload(schema, Workload.marginals(schema, 2).queries + Workload.marginals(schema, 3).queries,
                         description="all 2- and 3-way marginals of the demo table")
@@ -87,20 +93,21 @@ def demo(output, epsilon, seed, quiet) -> None:
                 monitor.write_csv(handle)
             monitor_log = read_monitor(folder / "pmw-monitor.csv")
         released = read_synthetic(synthetic, schema, workload)
-        released.info.update(mechanism=name, epsilon=model.privacy["spent"]["epsilon"], path=str(synthetic))
+        add_model_record(released, model, workload, source=folder / f"{name}-model.npz")
         evaluation = evaluate(tables, workload, released, n=len(codes))
         write_report(folder / f"{name}-report", evaluation, monitor=monitor_log,
                      context={"data": str(data), "schema": str(schema_file), "workload": str(folder / "workload.json")})
         summary = evaluation.summary()
-        lines.append(f"{name}: spent epsilon={model.privacy['spent']['epsilon']:.3g}; synthetic table's mean L1 "
-                     f"per marginal {summary['mean_marginal_l1']:.3f}, max query error "
-                     f"{summary['max_absolute_error']:.3f} of n")
+        lines.append(f"{name}: spent epsilon={model.privacy['spent']['epsilon']:.3g} (its own run); synthetic "
+                     f"table's mean L1 per marginal {summary['mean_marginal_l1']:.3f}, max query error "
+                     f"{summary['max_absolute_error']:.3f} of n [{NON_PRIVATE}]")
     independent = _independent_baseline(tables, len(codes), workload)
     elapsed = time.perf_counter() - started
     for line in lines:
         note(line)
-    note(f"for comparison, the product of the exact 1-way marginals (NON-PRIVATE): mean L1 per marginal "
-         f"{independent:.3f}")
+    note(f"for comparison, the product of the exact 1-way marginals: mean L1 per marginal "
+         f"{independent:.3f} [{NON_PRIVATE}]")
+    note(f"each engine spent epsilon={epsilon:g} in its own run: releasing both would spend {2 * epsilon:g}")
     click.echo(f"demo finished in {elapsed:.0f} s; everything is in {folder}{os.sep}:")
     for path in sorted(folder.iterdir()):
         if path.name != MARKER:
