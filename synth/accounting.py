@@ -143,8 +143,13 @@ class _Sums:
         return _Sums(
             self.count + 1, self.basic + Fraction(eps), self.approx_delta + Fraction(charge.delta),
             self.approx_epsilon + (eps if approx else 0.0), self.squares + eps * eps,
-            self.drift + eps * math.expm1(eps), self.rho + (0.0 if approx else eps * eps / 2), self.has_zcdp,
+            self.drift + eps * _expm1(eps), self.rho + (0.0 if approx else eps * eps / 2), self.has_zcdp,
         )
+
+
+def _expm1(x: float) -> float:
+    """e^x - 1, infinite past float range (advanced composition then loses to basic)."""
+    return math.expm1(x) if x < 709 else math.inf
 
 
 def _round_up(value: Fraction) -> float:

@@ -26,7 +26,8 @@ from .errors import DataError, locate
 from .tables import DEFAULT_MAX_CELLS, _check_cells, add_counts
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
-__all__ = ["Encoded", "ScanResult", "code_dtype", "encode", "iter_encoded", "read", "scan", "decode"]
+__all__ = ["BAD_ROWS", "Encoded", "ScanResult", "check_bad_rows", "code_dtype", "encode", "iter_encoded", "read", "scan",
+           "decode"]
 
 #: Rows per chunk when streaming a CSV.
 DEFAULT_CHUNK_ROWS = 200_000
@@ -35,13 +36,26 @@ Source = Union[str, os.PathLike, pd.DataFrame]
 Progress = Callable[[int, Union[float, None]], None]
 
 
+#: What to do with a row whose value lies outside the schema (unknown category, bad code,
+#: missing or non-numeric value, a line with too many fields).
+BAD_ROWS = ("error", "drop")
+
+#: Said after every error that quotes a data value: the message itself is not private.
+PRIVATE_VALUE_NOTE = "(NON-PRIVATE: this message quotes the private data; --bad-rows drop skips such rows)"
+
+
 @dataclass
 class Encoded:
-    """Integer codes of rows under ``schema`` (shape ``(n, len(schema))``) and clip counts."""
+    """Integer codes of rows under ``schema`` (shape ``(n, len(schema))``) and clip counts.
+
+    ``dropped`` counts rows removed by ``bad_rows="drop"``: it is computed from the private
+    data, so a private run must never report it.
+    """
 
     schema: Schema
     codes: np.ndarray
     clipped: dict[str, int] = field(default_factory=dict)
+    dropped: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -55,6 +69,7 @@ class ScanResult:
     n_rows: int
     tables: dict[tuple[str, ...], np.ndarray]
     clipped: dict[str, int]
+    dropped: int = 0
 
 
 def code_dtype(schema: Schema) -> np.dtype:
@@ -66,7 +81,31 @@ def code_dtype(schema: Schema) -> np.dtype:
     return np.dtype(np.int64)
 
 
+def check_bad_rows(bad_rows: object) -> str:
+    """``bad_rows`` if it is one of ``BAD_ROWS``, else ``ValueError`` naming the choices."""
+    if not (isinstance(bad_rows, str) and bad_rows in BAD_ROWS):
+        raise ValueError(f"bad_rows ({bad_rows!r}) must be one of: {', '.join(map(repr, BAD_ROWS))}")
+    return bad_rows
+
+
 # -- encoding one frame ---------------------------------------------------------------------
+
+
+class _Problems:
+    """Rows of one column that do not fit the schema: a mask and the first one's message."""
+
+    def __init__(self, size: int):
+        self.mask = np.zeros(size, dtype=bool)
+        self.first: tuple[int, str] | None = None
+
+    def add(self, bad: np.ndarray, describe: Callable[[int], str]) -> None:
+        """Mark the rows where ``bad`` is true; ``describe(i)`` is row i's problem."""
+        if not bad.any():
+            return
+        i = int(np.argmax(bad))
+        if self.first is None or i < self.first[0]:
+            self.first = (i, describe(i))
+        self.mask |= bad
 
 
 def encode(
@@ -76,100 +115,114 @@ def encode(
     columns: str | Sequence[str] | None = None,
     source: object = "DataFrame",
     first_row: int = 1,
+    bad_rows: str = "error",
 ) -> Encoded:
     """Encode a DataFrame's rows under ``schema`` (restricted to ``columns`` if given).
 
-    ``first_row`` is the number the frame's first row gets in error messages.
+    ``first_row`` is the number the frame's first row gets in error messages. A value outside
+    the schema raises ``DataError`` naming row, column and value (``bad_rows="error"``), or
+    removes its row (``bad_rows="drop"``; a row-wise filter, so a DP guarantee on the kept rows
+    holds for the table).
     """
+    check_bad_rows(bad_rows)
     selected = schema.select(columns)
     _check_header([str(c) for c in frame.columns], schema, selected, source)
     codes = np.empty((len(frame), len(selected)), dtype=code_dtype(selected))
-    clipped: dict[str, int] = {}
+    clipped_rows: dict[str, np.ndarray] = {}
+    bad = np.zeros(len(frame), dtype=bool)
     for j, column in enumerate(selected):
-        codes[:, j], n_clipped = _encode_column(frame[column.name], column, source, first_row)
-        if n_clipped:
-            clipped[column.name] = n_clipped
-    return Encoded(selected, codes, clipped)
+        problems = _Problems(len(frame))
+        codes[:, j], clipped_rows[column.name] = _encode_column(frame[column.name], column, problems)
+        if problems.first is not None:
+            if bad_rows == "error":
+                row, message = problems.first
+                raise DataError(locate(f"{message} {PRIVATE_VALUE_NOTE}", file=source, row=first_row + row,
+                                       column=column.name))
+            bad |= problems.mask
+    clipped = {name: int(np.count_nonzero(mask & ~bad)) for name, mask in clipped_rows.items()}
+    clipped = {name: count for name, count in clipped.items() if count}
+    if bad.any():
+        codes = codes[~bad]
+    return Encoded(selected, codes, clipped, int(np.count_nonzero(bad)))
 
 
-def _encode_column(series: pd.Series, column: Column, source: object, first_row: int) -> tuple[np.ndarray, int]:
-    def fail(message: str, position: int) -> DataError:
-        return DataError(locate(message, file=source, row=first_row + position, column=column.name))
-
+def _encode_column(series: pd.Series, column: Column, problems: _Problems) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of one column (0 where a row is bad) and the mask of rows clipped into an edge bin."""
+    none = np.zeros(len(series), dtype=bool)
     if isinstance(column, Categorical) and not column.numeric_labels:
-        return _encode_labels(series, column, fail), 0
+        return _encode_labels(series, column, problems), none
     if isinstance(column, Coded) and isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
-        return _check_codes(series.to_numpy(), column, fail), 0  # fast path: plain integers
-    values = _numbers(series, fail)
+        return _check_codes(series.to_numpy(), column, problems), none  # fast path: plain integers
+    values = _numbers(series, problems)
     if isinstance(column, Numeric):
-        codes, clipped = column.bin_codes(values)
-        return codes, int(clipped.sum())
+        codes, clipped = column.bin_codes(np.where(problems.mask, column.edges[0], values))
+        return codes, np.asarray(clipped, dtype=bool)
     if isinstance(column, Coded):
-        fractional = values != np.floor(values)
-        if fractional.any():
-            i = int(np.argmax(fractional))
-            raise fail(f"value {format_value(values[i])} is not an integer code (domain 0..{column.size - 1})", i)
-        return _check_codes(values, column, fail).astype(np.int64), 0
+        fractional = ~problems.mask & (values != np.floor(values))
+        problems.add(fractional, lambda i: f"value {format_value(values[i])} is not an integer code "
+                                           f"(domain 0..{column.size - 1})")
+        return _check_codes(np.where(problems.mask, 0, values), column, problems).astype(np.int64), none
     labels = np.array([float(v) for v in column.values])
     order = np.argsort(labels)
     at = np.clip(np.searchsorted(labels[order], values), 0, len(labels) - 1)
-    found = labels[order][at] == values
-    if not found.all():
-        i = int(np.argmax(~found))
-        raise fail(f"unknown category {format_value(values[i])}; allowed: {_list_preview(column.values)}", i)
-    return order[at], 0
+    found = problems.mask | (labels[order][at] == values)
+    problems.add(~found, lambda i: f"unknown category {format_value(values[i])}; allowed: "
+                                   f"{_list_preview(column.values)}")
+    return np.where(found & ~problems.mask, order[at], 0), none
 
 
-def _check_codes(values: np.ndarray, column: Coded, fail) -> np.ndarray:
-    """``values`` if every one lies in ``0..size-1``, else the error for the first that does not."""
-    if values.size and (values.min() < 0 or values.max() >= column.size):
-        i = int(np.argmax((values < 0) | (values >= column.size)))
-        raise fail(f"value {format_value(values[i])} is outside the domain 0..{column.size - 1}", i)
+def _check_codes(values: np.ndarray, column: Coded, problems: _Problems) -> np.ndarray:
+    """``values`` with rows outside ``0..size-1`` marked bad (and set to 0)."""
+    outside = (values < 0) | (values >= column.size)
+    if values.size and outside.any():
+        problems.add(outside, lambda i: f"value {format_value(values[i])} is outside the domain "
+                                        f"0..{column.size - 1}")
+        values = np.where(outside, 0, values)
     return values
 
 
-def _encode_labels(series: pd.Series, column: Categorical, fail) -> np.ndarray:
+def _encode_labels(series: pd.Series, column: Categorical, problems: _Problems) -> np.ndarray:
     """Codes of a string-labelled column, through pandas' categorical (one lookup per label)."""
     cat = series if isinstance(series.dtype, pd.CategoricalDtype) else series.astype("category")
     raw = cat.cat.codes.to_numpy()
     missing = raw < 0
-    if missing.any():
-        raise fail("missing value", int(np.argmax(missing)))
+    problems.add(missing, lambda i: "missing value")
     mapping = np.full(len(cat.cat.categories), -1, dtype=np.int64)
     for k, label in enumerate(cat.cat.categories):
         try:
             mapping[k] = column.code_of(label)
         except ValueError:
             pass
-    codes = mapping[raw]
+    codes = np.where(missing, 0, mapping[raw])
     unknown = codes < 0
-    if unknown.any():
-        i = int(np.argmax(unknown))
-        raise fail(f"unknown category {_shown(cat.iloc[i])}; allowed: {_list_preview(column.values)}", i)
-    return codes
+    problems.add(unknown, lambda i: f"unknown category {_shown(cat.iloc[i])}; allowed: "
+                                    f"{_list_preview(column.values)}")
+    return np.where(unknown, 0, codes)
 
 
-def _numbers(series: pd.Series, fail) -> np.ndarray:
-    """Float64 values of a column that must be numeric; missing or non-numeric cells fail."""
+def _numbers(series: pd.Series, problems: _Problems) -> np.ndarray:
+    """Float64 values of a column that must be numeric; missing or non-numeric cells are bad
+    (their value is NaN)."""
     if pd.api.types.is_bool_dtype(series.dtype):
-        raise fail(f"non-numeric value {_shown(series.iloc[0])}", 0)
+        problems.add(np.ones(len(series), dtype=bool), lambda i: f"non-numeric value {_shown(series.iloc[i])}")
+        return np.zeros(len(series))
     if pd.api.types.is_numeric_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-        missing = np.isnan(values)
-        if missing.any():
-            raise fail("missing value", int(np.argmax(missing)))
+        problems.add(np.isnan(values), lambda i: "missing value")
+        problems.add(np.isinf(values), lambda i: f"non-finite value {format_value(values[i])}")
         return values
     absent = series.isna().to_numpy()
-    if absent.any():
-        raise fail("missing value", int(np.argmax(absent)))
+    problems.add(absent, lambda i: "missing value")
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = np.isnan(values)
-    if bad.any():
-        i = int(np.argmax(bad))
+
+    def describe(i: int) -> str:
         text = series.iloc[i]
         if isinstance(text, str) and text.strip().lower() == "nan":
-            raise fail("missing value ('nan')", i)
-        raise fail(f"non-numeric value {_shown(text)}", i)
+            return "missing value ('nan')"
+        return f"non-numeric value {_shown(text)}"
+
+    problems.add(np.isnan(values) & ~absent, describe)
+    problems.add(np.isinf(values), lambda i: f"non-finite value {_shown(series.iloc[i])}")
     return values
 
 
@@ -208,26 +261,29 @@ def iter_encoded(
     columns: str | Sequence[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Progress | None = None,
+    bad_rows: str = "error",
 ) -> Iterator[Encoded]:
     """Yield ``Encoded`` chunks of a CSV file or DataFrame, in row order.
 
     ``progress(rows_done, fraction_done)`` is called after each chunk (fraction ``None`` when
-    unknown). Raises ``DataError`` for an empty source or any bad value.
+    unknown). Raises ``DataError`` for an empty source, or for any bad value unless
+    ``bad_rows="drop"`` (then the bad rows, and CSV lines with too many fields, are skipped).
     """
+    check_bad_rows(bad_rows)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be >= 1")
     if isinstance(source, pd.DataFrame):
-        yield from _iter_frame(source, schema, columns, chunk_rows, progress)
+        yield from _iter_frame(source, schema, columns, chunk_rows, progress, bad_rows)
         return
-    yield from _iter_csv(Path(source), schema, columns, chunk_rows, progress)
+    yield from _iter_csv(Path(source), schema, columns, chunk_rows, progress, bad_rows)
 
 
-def _iter_frame(frame, schema, columns, chunk_rows, progress) -> Iterator[Encoded]:
+def _iter_frame(frame, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
     if len(frame) == 0:
         raise DataError("DataFrame: no data rows")
     for start in range(0, len(frame), chunk_rows):
         part = frame.iloc[start : start + chunk_rows]
-        yield encode(part, schema, columns=columns, first_row=start + 1)
+        yield encode(part, schema, columns=columns, first_row=start + 1, bad_rows=bad_rows)
         if progress is not None:
             progress(start + len(part), (start + len(part)) / len(frame))
 
@@ -247,7 +303,7 @@ def _read_header(path: Path) -> list[str]:
     return header
 
 
-def _iter_csv(path: Path, schema, columns, chunk_rows, progress) -> Iterator[Encoded]:
+def _iter_csv(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
     header = _read_header(path)
     selected = schema.select(columns)
     _check_header(header, schema, selected, path)
@@ -259,8 +315,12 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress) -> Iterator[Enc
     total_bytes = os.path.getsize(path)
     rows = 0
     with open(path, "rb") as handle:
-        for frame in csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows):
-            yield encode(frame[list(selected.names)], selected, source=path, first_row=rows + 1)
+        for frame in csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows,
+                                skip_long_lines=bad_rows == "drop"):
+            encoded = encode(frame[list(selected.names)], selected, source=path, first_row=rows + 1,
+                             bad_rows=bad_rows)
+            encoded.dropped += frame.attrs.get("skipped_lines", 0)
+            yield encoded
             rows += len(frame)
             if progress is not None:
                 progress(rows, min(handle.tell() / max(total_bytes, 1), 1.0))
@@ -268,12 +328,14 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress) -> Iterator[Enc
         raise DataError(f"{path}: has a header but no data rows")
 
 
-def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+               skip_long_lines: bool = False) -> Iterator[pd.DataFrame]:
     """DataFrames of up to ``chunk_rows`` rows of an open CSV, every column, strictly parsed.
 
     Strict: a row with more fields than the header is an error (pandas would drop the extras
-    under ``usecols``, or turn a long first row into an index), and a blank line is a row of
-    missing values rather than skipped, so data row N is always line N + 1 of the file.
+    under ``usecols``, or turn a long first row into an index) unless ``skip_long_lines``, and
+    a blank line is a row of missing values rather than skipped, so data row N is always line
+    N + 1 of the file.
     """
     reader = pd.read_csv(
         handle,
@@ -285,11 +347,12 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
         chunksize=chunk_rows,
         encoding="utf-8",
         engine="c",
+        on_bad_lines="warn" if skip_long_lines else "error",
     )
     rows = 0
     while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", pd.errors.ParserWarning)
+        with warnings.catch_warnings(record=skip_long_lines) as caught:
+            warnings.simplefilter("always" if skip_long_lines else "error", pd.errors.ParserWarning)
             try:
                 frame = next(reader)
             except StopIteration:
@@ -297,9 +360,16 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
             except pd.errors.ParserWarning:
                 raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header") from None
             except pd.errors.ParserError as exc:
-                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)}") from None
+                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)} (--bad-rows drop skips such lines)"
+                                ) from None
             except UnicodeDecodeError:
                 raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
+        if skip_long_lines:
+            messages = [str(w.message) for w in caught if issubclass(w.category, pd.errors.ParserWarning)]
+            skipped = sum(m.count("Skipping line") for m in messages)
+            if any("Skipping line" not in m for m in messages):
+                raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header")
+            frame.attrs["skipped_lines"] = skipped  # lines with too many fields, left out
         rows += len(frame)
         yield frame
 
@@ -321,15 +391,27 @@ def read(
     columns: str | Sequence[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Progress | None = None,
+    bad_rows: str = "error",
 ) -> Encoded:
-    """Every row's codes, read in chunks (memory: one byte or two per cell)."""
-    chunks = list(iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress))
+    """Every row's codes, read in chunks (memory: one byte or two per cell).
+
+    With ``bad_rows="drop"`` rows outside the schema are skipped; ``Encoded.dropped`` counts
+    them (private: never report it from a private run). ``DataError`` if no row is left.
+    """
+    chunks = list(iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
+                               bad_rows=bad_rows))
     clipped: dict[str, int] = {}
     for chunk in chunks:
         for name, count in chunk.clipped.items():
             clipped[name] = clipped.get(name, 0) + count
     codes = chunks[0].codes if len(chunks) == 1 else np.concatenate([c.codes for c in chunks])
-    return Encoded(chunks[0].schema, codes, clipped)
+    if codes.shape[0] == 0:
+        raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
+    return Encoded(chunks[0].schema, codes, clipped, sum(c.dropped for c in chunks))
+
+
+def _source_name(source: Source) -> str:
+    return "DataFrame" if isinstance(source, pd.DataFrame) else str(source)
 
 
 def scan(
@@ -341,8 +423,12 @@ def scan(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Progress | None = None,
+    bad_rows: str = "error",
 ) -> ScanResult:
-    """One streaming pass: the row count and the marginal table of each column subset."""
+    """One streaming pass: the row count and the marginal table of each column subset.
+
+    ``bad_rows`` as in ``read``; ``ScanResult.dropped`` counts dropped rows.
+    """
     selected = schema.select(columns)
     subsets = [tuple(s) for s in subsets]
     flat: dict[tuple[str, ...], np.ndarray] = {}
@@ -353,16 +439,20 @@ def scan(
         _check_cells(cells, f"the marginal over {list(subset)}", max_cells)
         flat[subset] = np.zeros(cells, dtype=np.int64)
         positions[subset] = np.array([selected.index(name) for name in subset], dtype=np.int64)
-    n_rows = 0
+    n_rows = dropped = 0
     clipped: dict[str, int] = {}
-    for chunk in iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress):
+    for chunk in iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
+                              bad_rows=bad_rows):
         n_rows += chunk.n_rows
+        dropped += chunk.dropped
         for name, count in chunk.clipped.items():
             clipped[name] = clipped.get(name, 0) + count
         for subset in subsets:
             add_counts(chunk.codes, selected, positions[subset], flat[subset])
     tables = {s: flat[s].reshape([selected[n].size for n in s]) for s in subsets}
-    return ScanResult(n_rows, tables, clipped)
+    if n_rows == 0:
+        raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
+    return ScanResult(n_rows, tables, clipped, dropped)
 
 
 # -- decoding -------------------------------------------------------------------------------

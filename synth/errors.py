@@ -6,7 +6,7 @@ row, column) and the offending value, so the CLI can show it as is, without a tr
 
 from __future__ import annotations
 
-__all__ = ["SynthError", "SchemaError", "DataError", "WorkloadError", "locate"]
+__all__ = ["SynthError", "SchemaError", "DataError", "WorkloadError", "PrivacyWarning", "locate"]
 
 
 class SynthError(ValueError):
@@ -23,6 +23,10 @@ class DataError(SynthError):
 
 class WorkloadError(SynthError):
     """A workload is malformed or names columns or values the schema does not have."""
+
+
+class PrivacyWarning(UserWarning):
+    """Something about a run weakens what its release protects (e.g. an inferred schema)."""
 
 
 def locate(

@@ -22,6 +22,7 @@ class ExactAnswers:
     answers: np.ndarray
     n_rows: int
     clipped: dict[str, int]
+    dropped: int = 0  # rows left out by bad_rows="drop"
 
 
 def exact_answers(
@@ -33,6 +34,7 @@ def exact_answers(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Progress | None = None,
+    bad_rows: str = "error",
 ) -> ExactAnswers:
     """Count every query of ``workload`` on the data in one streaming pass.
 
@@ -47,5 +49,6 @@ def exact_answers(
         chunk_rows=chunk_rows,
         max_cells=max_cells,
         progress=progress,
+        bad_rows=bad_rows,
     )
-    return ExactAnswers(workload.answer(result.tables), result.n_rows, result.clipped)
+    return ExactAnswers(workload.answer(result.tables), result.n_rows, result.clipped, result.dropped)

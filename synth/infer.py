@@ -73,7 +73,7 @@ def infer_schema(
         for frame in csv_chunks(handle, path, dtype=str, chunk_rows=chunk_rows):
             for name in names:
                 stats[name].add(frame[name])
-    return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names))
+    return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names), inferred=True)
 
 
 def _selected(header: list[str], columns: str | Sequence[str] | None, path) -> list[str]:

@@ -46,7 +46,7 @@ from .tables import (
     marginals_from_dense,
     multiply_by_marginal,
 )
-from .validation import check_epsilon, check_positive_int, check_probability, normalized_prior
+from .validation import check_budget_epsilon, check_positive_int, check_probability, normalized_prior
 from .workload import Workload
 
 __all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE"]
@@ -80,6 +80,10 @@ class MWEMResult:
                      round_log=log, seeded=seeded)
 
 
+#: Largest |exponent| of one multiplicative step. Reached only when the noise dwarfs n (a tiny
+#: epsilon): a step of e^30 already moves all mass, and a larger one would overflow.
+MAX_EXPONENT = 30.0
+
 def mwem(
     codes: np.ndarray,
     schema: Schema,
@@ -105,7 +109,7 @@ def mwem(
     nothing when the rounds measure every candidate anyway (selection could only change
     their order, so the whole budget goes to measurement).
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_budget_epsilon(epsilon)
     rounds = check_positive_int(rounds, "rounds")
     passes = check_positive_int(passes, "passes")
     if isinstance(final_passes, bool) or not isinstance(final_passes, int) or final_passes < 0:
@@ -218,21 +222,21 @@ def _fit(weights, total, schema, workload, measured, n, passes, selections, stop
         for kind, key, noisy in measured:
             if kind == "marginal":
                 estimate = marginal_from_dense(weights, schema, key) * (n / total)
-                exponent = (noisy - estimate) / (2 * n)
+                exponent = np.clip((noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
                 largest_change = max(largest_change, float(np.abs(exponent).max()))
                 residual += float(np.abs(exponent).sum()) * 2 * n
                 total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
             else:
                 query = workload[key]
                 estimate = n * workload_value(weights, schema, query) / total
-                exponent = (noisy - estimate) / (2 * n)
+                exponent = min(max((noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
                 largest_change = max(largest_change, abs(exponent))
                 residual += abs(exponent) * 2 * n
                 selection = selections.setdefault(key, SelectedCells(schema, query))
                 factor = math.exp(exponent)
                 before = selection.scale(weights, factor)
                 total += (factor - 1.0) * before
-        if not 1e-300 < total < 1e300:
+        if not 1e-100 < total < 1e100:
             weights /= total
             total = 1.0
         if largest_change < 1e-9 or residual <= stop_residual:

@@ -33,7 +33,7 @@ from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .rng import make_rng
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
-from .validation import normalized_prior
+from .validation import check_budget_epsilon, normalized_prior
 from .workload import Query, Workload
 
 __all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED"]
@@ -234,6 +234,7 @@ def run_pmw(
     n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
     is bought with ``count_share * epsilon`` and charged to the accountant.
     """
+    epsilon = check_budget_epsilon(epsilon)
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
     notes: list[str] = []

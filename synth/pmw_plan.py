@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from .accounting import Charge, compose
 from .composition import zcdp_rho_limit
 from .errors import SynthError
-from .validation import check_delta, check_epsilon, check_positive_int, check_probability, check_real
+from .validation import check_budget_epsilon, check_delta, check_positive_int, check_probability, check_real
 
 __all__ = ["PMWPlan", "PlanError", "plan_pmw", "laplace_tail"]
 
@@ -178,7 +178,7 @@ def plan_pmw(
     ``updates`` fixes L; ``alpha`` fixes T = 2 alpha / 3. Raises ``ValueError`` when no
     threshold below 1 gives failure probability beta.
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_budget_epsilon(epsilon)
     delta = check_delta(delta)
     beta = check_probability(beta, "beta")
     rows = check_real(rows, "rows")

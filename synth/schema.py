@@ -293,12 +293,22 @@ Column = Union[Categorical, Numeric, Coded]
 _KINDS = {cls.kind: cls for cls in (Categorical, Numeric, Coded)}
 
 
+#: What an inferred schema says of itself in its JSON.
+INFERRED_DESCRIPTION = ("inferred from the data by synth schema infer: its categories and bin edges are NOT "
+                        "differentially private; review them or replace them with public knowledge")
+
+
 @dataclass(frozen=True)
 class Schema:
-    """Columns in order (public knowledge) and, optionally, the public row count ``rows``."""
+    """Columns in order (public knowledge) and, optionally, the public row count ``rows``.
+
+    ``inferred`` marks a schema read off the data itself (``synth schema infer``): its
+    categories and bin edges are then NOT private, and every private run says so.
+    """
 
     columns: tuple
     rows: int | None = None
+    inferred: bool = False
     _positions: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -317,6 +327,8 @@ class Schema:
             not isinstance(self.rows, (int, np.integer)) or isinstance(self.rows, bool) or self.rows < 0
         ):
             raise SchemaError(f"rows ({self.rows!r}) must be a non-negative integer or absent")
+        if not isinstance(self.inferred, bool):
+            raise SchemaError(f"inferred ({self.inferred!r}) must be true or false")
 
     # -- shape ---------------------------------------------------------------------------
     @property
@@ -361,7 +373,7 @@ class Schema:
             if name in seen:
                 raise SchemaError(f"column {name!r} is selected twice")
             seen.add(name)
-        return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows)
+        return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred)
 
     def select(self, columns: str | Sequence[str] | None) -> Schema:
         """``project`` from a comma-separated string or a list; ``None`` keeps every column."""
@@ -403,6 +415,9 @@ class Schema:
         out: dict[str, Any] = {"version": 1, "columns": [c.to_dict() for c in self.columns]}
         if self.rows is not None:
             out["rows"] = int(self.rows)
+        if self.inferred:
+            out["inferred"] = True
+            out["description"] = INFERRED_DESCRIPTION
         return out
 
     @classmethod
@@ -417,7 +432,7 @@ class Schema:
                     raise SchemaError(f"{source}: column {name!r}: size {size!r} must be an integer >= 1")
                 columns.append(Coded(name, size))
             return cls(tuple(columns))
-        _check_keys(obj, {"columns", "rows", "version", "description"}, source, "schema")
+        _check_keys(obj, {"columns", "rows", "version", "description", "inferred"}, source, "schema")
         if obj.get("version", 1) != 1:
             raise SchemaError(f"{source}: schema version {obj['version']!r} is not supported (expected 1)")
         entries = obj.get("columns")
@@ -425,7 +440,7 @@ class Schema:
             raise SchemaError(f"{source}: 'columns' must be a non-empty list of column objects")
         columns = [_column_from_dict(entry, i, source) for i, entry in enumerate(entries)]
         try:
-            return cls(tuple(columns), rows=obj.get("rows"))
+            return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False))
         except SchemaError as exc:
             raise SchemaError(f"{source}: {exc}") from None
 

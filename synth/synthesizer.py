@@ -16,32 +16,63 @@ noisy count is bought from the budget.
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import SynthError
+from .errors import DataError, PrivacyWarning, SynthError
 from .model import Model
 from .rng import is_seeded
-from .schema import Schema
+from .schema import INFERRED_DESCRIPTION, Schema
+from .validation import check_budget_epsilon, check_delta, check_positive_int
 from .workload import Workload
 
 __all__ = ["Synthesizer", "MECHANISMS"]
 
 MECHANISMS = ("mwem", "pmw", "blr")
 
+#: Engine arguments the Synthesizer sets itself (not engine options a user may pass).
+_OWN_ARGUMENTS = {"codes", "schema", "workload", "epsilon", "delta", "rows", "rng", "progress", "monitor"}
+
+
+def engine_options(mechanism: str) -> tuple[str, ...]:
+    """The keyword options ``mechanism``'s engine takes (``rounds`` for MWEM, ``net`` for BLR...)."""
+    if mechanism == "mwem":
+        from .mwem import mwem as engine
+    elif mechanism == "blr":
+        from .blr import blr as engine
+    else:
+        from .pmw import run_pmw as engine
+    return tuple(name for name in inspect.signature(engine).parameters if name not in _OWN_ARGUMENTS)
+
 
 class Synthesizer:
-    """Fit a private model of a DataFrame for a workload, then sample or answer from it."""
+    """Fit a private model of a DataFrame for a workload, then sample or answer from it.
+
+    One synthesizer makes one release: ``fit`` spends the whole budget, and a second ``fit``
+    is refused (make a new synthesizer, and count both budgets).
+    """
 
     def __init__(self, mechanism: str, epsilon: float, *, delta: float = 0.0, rows: int | None = None,
                  rng: np.random.Generator | int | None = None, **options: Any):
-        if mechanism not in MECHANISMS:
+        if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
             raise ValueError(f"mechanism ({mechanism!r}) must be one of: {', '.join(MECHANISMS)}")
+        epsilon = check_budget_epsilon(epsilon)
+        delta = check_delta(delta)
         if delta and mechanism != "pmw":
             raise ValueError(f"delta applies to pmw only; {mechanism} is pure epsilon-DP")
+        if rows is not None:
+            rows = check_positive_int(rows, "rows")
+        allowed = engine_options(mechanism)
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise TypeError(f"{', '.join(map(repr, unknown))} is not an option of {mechanism}; its options are: "
+                            f"{', '.join(allowed)}")
         self.mechanism, self.epsilon, self.delta, self.rows = mechanism, epsilon, delta, rows
         self.options = options
         self._rng = rng
@@ -50,22 +81,37 @@ class Synthesizer:
     @classmethod
     def create(cls, mechanism: str = "mwem", epsilon: float = 1.0, **kwargs: Any) -> Synthesizer:
         """A synthesizer for ``mechanism`` ("mwem", "pmw" or "blr"); other keywords go to the engine
-        (for example ``rounds=`` for MWEM, ``net="sampled"`` for BLR, ``delta=`` for PMW)."""
+        (for example ``rounds=`` for MWEM, ``net="sampled"`` for BLR, ``delta=`` for PMW).
+
+        Every value is checked here, before any data is read: epsilon finite and > 0, delta in
+        [0, 1), rows an integer >= 1, and each keyword an option of the engine.
+        """
         return cls(mechanism, epsilon, **kwargs)
 
     # -- the private step ------------------------------------------------------------------
-    def fit(self, data: pd.DataFrame, schema: Schema | str | os.PathLike, workload: Workload | dict | str |
-            os.PathLike | None = None, *, columns: str | list[str] | None = None) -> Synthesizer:
+    def fit(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike,
+            workload: Workload | dict | str | os.PathLike | None = None, *,
+            columns: str | list[str] | None = None, bad_rows: str = "error") -> Synthesizer:
         """Read ``data`` once and release a model; spends the whole budget.
 
+        ``data`` is a DataFrame, or the path of a CSV or Parquet file (Parquet needs pyarrow).
         ``workload`` defaults to every 3-way marginal (every marginal of all columns if fewer).
+        ``bad_rows="drop"`` leaves out rows with a value outside the schema (how many is never
+        reported: it is private); ``"error"`` stops at the first, with a message that quotes
+        it. A second ``fit`` is refused: this synthesizer's budget is spent.
         """
+        if self.model is not None:
+            raise SynthError(f"this synthesizer has already spent its budget (epsilon={self.epsilon:g}) on a fit; "
+                             "create a new one for another release (and count both budgets)")
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
-        from .data import encode
-
-        encoded = encode(data, full, columns=columns)
         queries = _workload(workload, selected)
+        from .data import check_bad_rows, read
+
+        check_bad_rows(bad_rows)
+        encoded = read(_data_source(data), full, columns=columns, bad_rows=bad_rows)
+        if full.inferred:
+            warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         seeded = is_seeded(self._rng)
         if self.mechanism == "mwem":
             from .mwem import mwem
@@ -87,10 +133,11 @@ class Synthesizer:
             self.model = run.pmw.to_model(seeded=seeded)
         return self
 
-    def fit_sample(self, data: pd.DataFrame, schema: Schema | str | os.PathLike, workload=None, *,
-                   columns: str | list[str] | None = None, n_rows: int | None = None) -> pd.DataFrame:
+    def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike, workload=None,
+                   *, columns: str | list[str] | None = None, n_rows: int | None = None,
+                   bad_rows: str = "error") -> pd.DataFrame:
         """``fit`` then ``sample``."""
-        return self.fit(data, schema, workload, columns=columns).sample(n_rows)
+        return self.fit(data, schema, workload, columns=columns, bad_rows=bad_rows).sample(n_rows)
 
     # -- post-processing -------------------------------------------------------------------
     def sample(self, n_rows: int | None = None, *, method: str = "round", numeric: str = "uniform",
@@ -140,3 +187,25 @@ def _workload(workload, schema: Schema) -> Workload:
     if isinstance(workload, dict):
         return Workload.from_dict(workload, schema)
     return Workload.load(workload, schema)
+
+
+def _data_source(data: object) -> pd.DataFrame | Path:
+    """A DataFrame as is, a CSV path as a path, a Parquet file read into a DataFrame."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    if not isinstance(data, (str, os.PathLike)):
+        raise TypeError(f"data must be a pandas DataFrame or the path of a CSV or Parquet file, "
+                        f"not {type(data).__name__}")
+    path = Path(data)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if path.suffix.lower() != ".parquet":
+        return path
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), or pass a CSV") from None
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises its own types for damaged files
+        raise DataError(f"{path}: cannot read it as Parquet ({exc})") from None

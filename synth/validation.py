@@ -10,6 +10,9 @@ import math
 import numbers
 
 __all__ = [
+    "MAX_BUDGET_EPSILON",
+    "MIN_BUDGET_EPSILON",
+    "check_budget_epsilon",
     "check_epsilon",
     "check_delta",
     "check_sensitivity",
@@ -37,6 +40,22 @@ def _positive_finite(value: object, name: str) -> float:
 def check_epsilon(value: object, name: str = "epsilon") -> float:
     """A privacy parameter epsilon: finite and > 0."""
     return _positive_finite(value, name)
+
+
+#: The range of a whole run's epsilon. Below it the noise dwarfs any count and the engines'
+#: per-step shares fall under what the exact samplers resolve (2^-40); above it the
+#: guarantee (a likelihood ratio of e^1000) protects nothing, and exp(epsilon) overflows.
+MIN_BUDGET_EPSILON = 1e-6
+MAX_BUDGET_EPSILON = 1000.0
+
+
+def check_budget_epsilon(value: object, name: str = "epsilon") -> float:
+    """A run's whole privacy budget epsilon: a number in [MIN_BUDGET_EPSILON, MAX_BUDGET_EPSILON]."""
+    number = _positive_finite(value, name)
+    if not MIN_BUDGET_EPSILON <= number <= MAX_BUDGET_EPSILON:
+        raise ValueError(f"{name} ({value!r}) must be between {MIN_BUDGET_EPSILON:g} and {MAX_BUDGET_EPSILON:g}: "
+                         "below, the noise drowns every count; above, the guarantee protects nothing")
+    return number
 
 
 def check_sensitivity(value: object, name: str = "sensitivity") -> float:

@@ -83,6 +83,8 @@ class Workload:
         items = obj["queries"]
         if not isinstance(items, list):
             raise WorkloadError(f"{source}: 'queries' must be a list")
+        if not items:
+            raise WorkloadError(f"{source}: 'queries' is empty: a workload needs at least one query")
         queries = [_parse_query(item, i, schema, source) for i, item in enumerate(items)]
         description = obj.get("description")
         return cls(schema, queries, description if isinstance(description, str) else None)

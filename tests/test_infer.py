@@ -47,3 +47,32 @@ def test_empty_column_is_refused(tmp_path):
     path.write_text("a,b\n1,\n2,\n")
     with pytest.raises(DataError, match="column 'b' has no values"):
         infer_schema(path)
+
+
+def test_an_inferred_schema_says_so_and_every_private_run_warns_once(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from cli.main import main
+    from synth.bundled import bundled
+
+    grades = bundled("grades")
+    schema_path = tmp_path / "schema.json"
+    runner = CliRunner()
+    assert runner.invoke(main, ["schema", "infer", str(grades.data), "-o", str(schema_path)]).exit_code == 0
+    saved = json.loads(schema_path.read_text())
+    assert saved["inferred"] is True and "NOT differentially private" in saved["description"]
+    workload = tmp_path / "w.json"
+    workload.write_text('{"queries": [{"where": {"gender": "female", "grade": "pass"}}]}')
+    args = ["--schema", str(schema_path), "--workload", str(workload), "--epsilon", "1", "-q"]
+    result = runner.invoke(main, ["generate", str(grades.data), *args, "-o", str(tmp_path / "s.csv"),
+                                  "--model", str(tmp_path / "m.npz"), "--columns", "gender,grade"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("was inferred from the data") == 1
+    from synth.model import Model
+
+    assert Model.load(tmp_path / "m.npz").schema.inferred  # the release records it too
+    public = runner.invoke(main, ["generate", str(grades.data), *args[:1], str(grades.schema), *args[2:],
+                                  "-o", str(tmp_path / "p.csv"), "--columns", "gender,grade"])
+    assert public.exit_code == 0 and "was inferred from the data" not in public.stderr

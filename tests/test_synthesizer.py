@@ -82,3 +82,59 @@ def test_columns_select_part_of_the_schema(frame):
     synthesizer = synth.Synthesizer.create("mwem", epsilon=2.0, rows=6000, rng=4)
     out = synthesizer.fit_sample(frame[["colour", "c"]], schema=SCHEMA, columns="colour,c", n_rows=50)
     assert list(out.columns) == ["colour", "c"] and len(out) == 50
+
+
+@pytest.mark.parametrize("epsilon, error, message", [
+    (-1, ValueError, "must be finite and > 0"), (0, ValueError, "must be finite and > 0"),
+    (float("nan"), ValueError, "must be finite"), (float("inf"), ValueError, "must be finite"),
+    (1e300, ValueError, "between"), (1e-300, ValueError, "between"),
+    ("1", TypeError, "must be a real number"), (True, TypeError, "must be a real number"),
+])
+def test_create_checks_epsilon_like_the_cli(epsilon, error, message):
+    with pytest.raises(error, match=message):
+        synth.Synthesizer.create("mwem", epsilon=epsilon)
+
+
+def test_create_checks_delta_rows_and_options():
+    with pytest.raises(ValueError, match=r"delta \(1\) must be in \[0, 1\)"):
+        synth.Synthesizer.create("pmw", epsilon=1.0, delta=1)
+    with pytest.raises(TypeError, match=r"rows \(2.5\) must be an integer"):
+        synth.Synthesizer.create("mwem", epsilon=1.0, rows=2.5)
+    with pytest.raises(TypeError, match="'roundz' is not an option of mwem; its options are: rounds"):
+        synth.Synthesizer.create("mwem", epsilon=1.0, roundz=3)
+    with pytest.raises(TypeError, match="'net' is not an option of pmw"):
+        synth.Synthesizer.create("pmw", epsilon=1.0, net="sampled")
+
+
+def test_fit_refuses_empty_data_and_a_second_fit(frame):
+    synthesizer = synth.Synthesizer.create("mwem", epsilon=1.0, rows=6000, rng=5)
+    with pytest.raises(SynthError, match="no data rows"):
+        synthesizer.fit(frame.iloc[:0], schema=SCHEMA)
+    assert synthesizer.model is None  # nothing spent
+    synthesizer.fit(frame, schema=SCHEMA)
+    with pytest.raises(SynthError, match="already spent its budget"):
+        synthesizer.fit(frame, schema=SCHEMA)
+    assert synthesizer.privacy_spent["epsilon"] == pytest.approx(1.0)
+
+
+def test_fit_reads_a_csv_path_and_refuses_other_data(frame, tmp_path):
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    out = synth.Synthesizer.create("mwem", epsilon=1.0, rows=6000, rng=6).fit_sample(path, schema=SCHEMA, n_rows=20)
+    assert len(out) == 20
+    for data in (frame.to_numpy(), frame.values.tolist()):
+        with pytest.raises(TypeError, match="data must be a pandas DataFrame or the path of a CSV or Parquet"):
+            synth.Synthesizer.create("mwem", epsilon=1.0).fit(data, schema=SCHEMA)
+    with pytest.raises(SynthError, match="no such file"):
+        synth.Synthesizer.create("mwem", epsilon=1.0).fit(tmp_path / "missing.csv", schema=SCHEMA)
+
+
+def test_fit_drops_bad_rows_when_asked_and_warns_of_an_inferred_schema(frame):
+    dirty = frame.copy()
+    dirty.loc[3, "colour"] = "ultraviolet"
+    with pytest.raises(SynthError, match="ultraviolet.*NON-PRIVATE"):
+        synth.Synthesizer.create("mwem", epsilon=1.0).fit(dirty, schema=SCHEMA)
+    synth.Synthesizer.create("mwem", epsilon=1.0, rng=7).fit(dirty, schema=SCHEMA, bad_rows="drop")
+    inferred = Schema(SCHEMA.columns, inferred=True)
+    with pytest.warns(synth.PrivacyWarning, match="NOT differentially private"):
+        synth.Synthesizer.create("mwem", epsilon=1.0, rng=8).fit(frame, schema=inferred)
