@@ -62,7 +62,7 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 
 from synth import _kernels
 from synth._kernels.net import sample_exact_net, score_exact_net
-from synth.blr import DEFAULT_MAX_NET, _QueryCounts, blr, choose_net_size
+from synth.blr import DEFAULT_MAX_NET, _QueryCounts, blr, choose_net_size, sampled_net_size
 from synth.rng import kernel_state
 from synth.schema import Schema
 from synth.tables import marginal, marginal_from_dense
@@ -351,10 +351,8 @@ def bench_error(adult: tuple[Schema, np.ndarray], settings: Settings) -> ErrorRu
                 file=sys.stderr,
             )
     default_m = {}
-    for k in settings.ks:  # no net_size: blr's own choice, the best bound among nets of at most max(K, |U|)
-        m = default_m[k] = choose_net_size(
-            schema.universe_size, len(workload), EPSILON, n, 0.05, max(k, schema.universe_size)
-        )
+    for k in settings.ks:  # no net_size: blr's own choice for a sampled net (sampling error 0.1 of n)
+        m = default_m[k] = sampled_net_size(len(workload), n, 0.05)
         defaults = [run(m, net="sampled", candidates=k, rng=s) for s in settings.seeds]
         cells.append(error_cell(m, k, defaults, default=True))
         print(f"  sampled net, default m={m:,}, K={k:,}: error {cells[-1].error:.3f}", file=sys.stderr)

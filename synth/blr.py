@@ -12,12 +12,19 @@ since n is public. One candidate is released, with probability proportional to
 * ``"sampled"``: K candidates whose m rows are drawn i.i.d. from a public prior (uniform by
   default) by a generator split off before the data is touched, so the range is independent
   of the data and the mechanism is still exactly epsilon-DP; its utility bound is weaker.
+  Its default m (``sampled_net_size``) makes each candidate a faithful sample of the prior.
 
 Utility (fractions of n, probability >= 1 - beta): the exact net holds a database within
 ``alpha(m) = sqrt(ln(2|C|) / (2m))`` of the data (Hoeffding plus a union bound over the
 |C| queries), and the exponential mechanism loses at most ``2 (ln|N| + ln(1/beta)) / (epsilon n)``
 against the best candidate of its range. A sampled net only promises the second term on top
-of its best candidate's error, which depends on the data and is not released.
+of its best candidate's error, which depends on the data and is not released; with
+probability >= 1 - beta its first candidate (hence its best) is within
+``sqrt(ln(2|C|/beta) / (2m))`` of the prior's answers (Hoeffding and a union bound).
+
+A bound of 1 or more (in fractions of n) says nothing, since no answer can be off by more
+than n: the result's ``warnings`` (also in ``parameters``) then say so, and also when m = 1
+(the synthetic data is one row repeated n times).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from .rng import kernel_state, make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
-from .validation import check_epsilon, check_positive_int, check_probability, normalized_prior
+from .validation import check_budget_epsilon, check_positive_int, check_probability, normalized_prior
 from .workload import Workload
 
 __all__ = [
@@ -48,16 +55,22 @@ __all__ = [
     "net_alpha",
     "net_size_for_alpha",
     "choose_net_size",
+    "sampled_net_size",
     "DEFAULT_CANDIDATES",
     "DEFAULT_MAX_NET",
+    "DEFAULT_SAMPLING_ALPHA",
 ]
 
 #: Candidates of a sampled net unless the caller says otherwise.
 DEFAULT_CANDIDATES = 10_000
 #: Largest exact net enumerated unless the caller raises it (seconds at typical speeds).
 DEFAULT_MAX_NET = 10**7
+#: Target accuracy (fraction of n) of a sampled-net candidate against its prior: the default m.
+DEFAULT_SAMPLING_ALPHA = 0.1
 #: Largest (universe x queries) indicator the exact net builds.
 _MAX_INDICATOR = 5 * 10**7
+#: Largest (column subsets x universe) table of each cell's index in each subset's marginal.
+_MAX_LOOKUP = 1 << 24
 _STEPS_PER_CALL = 1 << 22  # exact-net candidates per kernel call, between progress reports
 
 
@@ -105,6 +118,24 @@ def choose_net_size(universe: int, queries: int, epsilon: float, rows: int, beta
     return best
 
 
+def sampled_net_size(queries: int, rows: int, beta: float = 0.05,
+                     alpha: float = DEFAULT_SAMPLING_ALPHA) -> int:
+    """The default m of a sampled net: the smallest m whose random candidates answer every query
+    within ``alpha`` (fraction of n) of their prior with probability >= 1 - beta, at most n.
+
+    m = ceil(ln(2|C| / beta) / (2 alpha^2)) (Hoeffding and a union bound over the |C| queries),
+    capped at ``rows`` (a row of the release then stands for at least one row of the data).
+    The exact net's bound does not apply: the range is the K candidates whatever m is, so the
+    selection loss 2 (ln K + ln(1/beta)) / (epsilon n) does not grow with m, while a small m
+    makes every candidate a coarse, noisy sample (m = 1: one row repeated n times). The cost,
+    K x m rows counted per column subset, grows with m; alpha = 0.1 keeps it to about 600
+    rows for thousands of queries. Uses only public quantities.
+    """
+    queries, rows = check_positive_int(queries, "queries"), check_positive_int(rows, "rows")
+    beta, alpha = check_probability(beta, "beta"), check_probability(alpha, "alpha")
+    return max(1, min(math.ceil(math.log(2 * queries / beta) / (2 * alpha**2)), rows))
+
+
 def _fits(universe: int, m: int, max_net: float) -> bool:
     """C(|U|+m-1, m) <= max_net, exactly (the float log only rules out the far-off cases)."""
     if log_net_size(universe, m) > math.log(max_net) + 1e-6:
@@ -134,6 +165,12 @@ class BLRResult:
     parameters: dict = field(default_factory=dict)
 
     @property
+    def warnings(self) -> list[str]:
+        """Plain-text warnings about this release (``parameters["warnings"]``): a vacuous
+        error bound, a one-row database."""
+        return list(self.parameters.get("warnings", []))
+
+    @property
     def distribution(self) -> np.ndarray:
         """The chosen database as a distribution over U: each row weighs 1/m."""
         counts = np.bincount(self.cells, minlength=self.schema.universe_size)
@@ -158,6 +195,7 @@ class _QueryCounts:
     def __init__(self, schema: Schema, workload: Workload):
         self.schema, self.n_queries = schema, len(workload)
         self.groups = []
+        self._lookups: list[np.ndarray] | None = None
         for subset, ids in workload.groups().items():
             positions = np.array([schema.index(c) for c in subset], dtype=np.int64)
             shape = tuple(schema[c].size for c in subset)
@@ -173,18 +211,31 @@ class _QueryCounts:
                 shape=(int(np.prod(shape)), len(ids)))
             self.groups.append((ids, positions, strides, matrix))
 
+    def _marginal_cells(self) -> list[np.ndarray] | None:
+        """Per column subset, each cell's index in the subset's marginal table (int32), when
+        the tables fit in ``_MAX_LOOKUP`` entries: one gather then replaces decoding every row."""
+        universe = self.schema.universe_size
+        if self._lookups is None and len(self.groups) * universe <= _MAX_LOOKUP:
+            codes = self.schema.cell_codes(np.arange(universe, dtype=np.int64))
+            self._lookups = [(codes[:, positions] @ strides).astype(np.int32)
+                             for _, positions, strides, _ in self.groups]
+        return self._lookups
+
     def counts(self, cells: np.ndarray) -> np.ndarray:
         """``(k, Q)`` int64 counts for ``k`` databases given as a ``(k, m)`` array of cell indices."""
         k, m = cells.shape
-        codes = self.schema.cell_codes(cells.reshape(-1))
-        out = np.zeros((k, self.n_queries), dtype=np.int64)
+        flat = cells.reshape(-1)
+        lookups = self._marginal_cells()
+        codes = self.schema.cell_codes(flat) if lookups is None else None
+        out = np.zeros((self.n_queries, k), dtype=np.int64)  # returned transposed: rows written whole
         owner = np.repeat(np.arange(k, dtype=np.int64), m)
-        for ids, positions, strides, matrix in self.groups:
+        for g, (ids, positions, strides, matrix) in enumerate(self.groups):
             size = matrix.shape[0]
-            index = owner * size + codes[:, positions] @ strides
+            local = codes[:, positions] @ strides if lookups is None else lookups[g][flat]
+            index = owner * size + local
             tables = np.bincount(index, minlength=k * size).reshape(k, size)
-            out[:, ids] = (matrix.T @ tables.T).T
-        return out
+            out[ids] = matrix.T @ tables.T
+        return out.T
 
     def batch(self, m: int) -> int:
         """How many m-row databases to count at once: about 2^20 rows and 2^23 table cells."""
@@ -220,12 +271,19 @@ def blr(
 ) -> BLRResult:
     """Release one m-row database by the net mechanism; epsilon-DP in total.
 
-    m is ``net_size``, else ``net_size_for_alpha(alpha, |C|)``, else the m minimizing the exact
-    net's error bound (``choose_net_size``) among the m whose exact net has at most ``max_net``
-    members (exact) or max(``candidates``, |U|) members (sampled: larger m makes every random
-    candidate close to the prior, and K candidates cannot cover a much larger net).
+    m is ``net_size``, else ``net_size_for_alpha(alpha, |C|)``, else for the exact net the m
+    minimizing its error bound (``choose_net_size``) among the m whose net has at most
+    ``max_net`` members, and for the sampled net ``sampled_net_size(|C|, n, beta)``: the
+    smallest m (at most n) whose random candidates answer every query within 0.1 of n of
+    their prior (with probability 1 - beta). The exact net's bound is beside the point for a
+    sampled net, whose range is K candidates whatever m is; a small m only makes every
+    candidate coarse (on adult's 7 columns the exact-net rule gave m = 1, one row repeated n
+    times, worse than the uniform distribution). Scoring costs K x m rows per column subset.
+
+    ``parameters["warnings"]`` lists plain-text warnings: the stated error bound (the exact
+    net's, or the sampled net's selection loss) is 1 or more of n, hence vacuous; m = 1.
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_budget_epsilon(epsilon)
     beta = check_probability(beta, "beta")
     if net not in ("exact", "sampled"):
         raise ValueError(f"net ({net!r}) must be 'exact' or 'sampled'")
@@ -249,8 +307,10 @@ def blr(
         m = check_positive_int(net_size, "net_size")
     elif alpha is not None:
         m = net_size_for_alpha(check_probability(alpha, "alpha"), n_queries)
+    elif net == "exact":
+        m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net)
     else:
-        m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net if net == "exact" else max(candidates, universe))
+        m = sampled_net_size(n_queries, count.rows, beta)
     query_counts = _QueryCounts(schema, workload)
     true_counts = workload.answer({s: marginal(codes, schema, s) for s in workload.subsets}).astype(np.int64)
     if net == "exact":
@@ -268,7 +328,33 @@ def blr(
         "bound_exact_net": _exact_bound(m, universe, n_queries, eps_select, count.rows, beta),
         "net_alpha": net_alpha(m, n_queries), "selection_loss": selection_loss,
     }
+    if net == "sampled":
+        parameters["sampling_alpha"] = math.sqrt(math.log(2 * n_queries / beta) / (2 * m))
+    parameters["warnings"] = _warnings(net, m, parameters, count.rows)
     return BLRResult(np.sort(chosen), schema, float(count.rows), count.public, accountant, parameters)
+
+
+def _warnings(net: str, m: int, parameters: dict, rows: int) -> list[str]:
+    """Plain-text warnings about a release: a vacuous error bound, a one-row database."""
+    found = []
+    selection = parameters["selection_loss"]
+    if net == "exact" and parameters["bound_exact_net"] >= 1:
+        alpha = parameters["net_alpha"]
+        fix = ("raise epsilon, or use a smaller net (--net-size)" if selection >= alpha else
+               "raise --max-net so that a larger m fits, or use fewer columns or queries")
+        found.append(f"the exact net's error bound ({alpha + selection:.3g} of n: {alpha:.3g} for {m}-row "
+                     f"databases plus {selection:.3g} for the selection) is vacuous: every answer can be off "
+                     f"by at most n anyway; {fix}")
+    if net == "sampled" and selection >= 1:
+        found.append(f"the sampled net's error bound (its best candidate's error plus {selection:.3g} of n "
+                     "for the selection) is vacuous: every answer can be off by at most n anyway; "
+                     "raise epsilon, or use fewer candidates (--candidates)")
+    if m == 1:
+        fix = ("raise --max-net, use fewer columns, or --net sampled" if net == "exact"
+               else "set --net-size above 1")
+        found.append(f"m = 1: the released database is a single row, so the synthetic data is that row "
+                     f"repeated {rows:,} times; {fix}")
+    return found
 
 
 def _sample_exact(query_counts, true_counts, n_rows, m, epsilon, max_net, generator, accountant, progress):
@@ -320,8 +406,9 @@ def _sample_net(query_counts, true_counts, n_rows, m, k, epsilon, prior, candida
         else:
             draws = candidate_rng.random((size, m)) * cumulative[-1]
             cells = np.minimum(np.searchsorted(cumulative, draws, side="right"), universe - 1).astype(np.int64)
-        gaps = np.abs(m * true_counts[None, :] - n_rows * query_counts.counts(cells))
-        chooser.feed(-gaps.max(axis=1) / m)
+        gaps = query_counts.counts(cells) * n_rows  # |m x_q - n y_q|, in place on one (size, Q) array
+        np.subtract(m * true_counts[None, :], gaps, out=gaps)
+        chooser.feed(-np.abs(gaps, out=gaps).max(axis=1) / m)
         if chooser.leader >= start:
             chosen = cells[chooser.leader - start].copy()
         if progress is not None:

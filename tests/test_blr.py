@@ -480,8 +480,8 @@ def test_choose_net_size_refuses_when_one_row_does_not_fit():
 
 
 def test_net_size_is_chosen_from_public_quantities_only():
-    """Two datasets of the same public n get the same m, the one ``choose_net_size`` gives for
-    (|U|, |C|, eps, n, beta, cap): the exact net within ``max_net``, the sampled net within K."""
+    """Two datasets of the same public n get the same m: the one ``choose_net_size`` gives for
+    (|U|, |C|, eps, n, beta, max_net) (exact net), ``sampled_net_size(|C|, n, beta)`` (sampled)."""
     schema = Schema.from_dict({"a": 3, "b": 2})
     workload = Workload.marginals(schema, 2)
     rng = _rng(7)
@@ -493,10 +493,12 @@ def test_net_size_is_chosen_from_public_quantities_only():
             ).parameters["net_size"]
             for codes in (first, second)
         }
-        cap = max_net if net == "exact" else max(candidates, 6)
-        expected = choose_net_size(6, len(workload), 2.0, 40, 0.05, cap)
+        if net == "sampled":
+            assert sizes == {synth.blr.sampled_net_size(len(workload), 40, 0.05)}
+            continue
+        expected = choose_net_size(6, len(workload), 2.0, 40, 0.05, max_net)
         assert sizes == {expected}
-        assert math.comb(6 + expected - 1, expected) <= cap < math.comb(6 + expected, expected + 1)
+        assert math.comb(6 + expected - 1, expected) <= max_net < math.comb(6 + expected, expected + 1)
 
 
 # =============================================================================================
@@ -825,3 +827,91 @@ def test_rows_and_prior_are_checked(kwargs, error, message):
     schema = Schema.from_dict({"a": 3, "b": 2})
     with pytest.raises(error, match=message):
         blr(np.zeros((5, 2), dtype=np.int64), schema, Workload.marginals(schema, 1), 1.0, net_size=2, **kwargs)
+
+
+# =============================================================================================
+# The sampled net's default m, and warnings about vacuous bounds
+# =============================================================================================
+
+ADULT7_SHAPE = {"workclass": 9, "education-num": 16, "marital-status": 7, "relationship": 6, "race": 5,
+                "sex": 2, "income>50K": 2}
+
+
+def sampling_alpha(m: int, queries: int, beta: float = 0.05) -> float:
+    """Every query of an m-row sample is within this of its prior's answer w.p. >= 1 - beta."""
+    return math.sqrt(math.log(2 * queries / beta) / (2 * m))
+
+
+def test_sampled_net_default_m_is_the_smallest_accurate_enough():
+    """On adult's 7-column shape with all 3-way marginals (8,453 queries, n = 48,842) the default
+    m is the smallest whose samples are within 0.1 of n of the prior on every query (637, not
+    the exact-net rule's m = 1), and never more than n."""
+    queries = len(Workload.marginals(Schema.from_dict(ADULT7_SHAPE), 3))
+    m = synth.blr.sampled_net_size(queries, 48_842)
+    assert m > 1 and sampling_alpha(m, queries) <= 0.1 < sampling_alpha(m - 1, queries)
+    assert synth.blr.sampled_net_size(queries, 48_842, alpha=0.2) < m  # a looser target needs fewer rows
+    assert synth.blr.sampled_net_size(queries, 300) == 300  # capped at n
+    with pytest.raises(ValueError, match="alpha"):
+        synth.blr.sampled_net_size(queries, 300, alpha=0.0)
+
+
+def test_blr_sampled_net_uses_the_default_m_and_states_its_sampling_error():
+    schema = Schema.from_dict({"race": 5, "sex": 2, "income": 2, "relationship": 6})
+    workload = Workload.marginals(schema, 2)
+    codes = random_codes(_rng(30), schema, 500)
+    result = blr(codes, schema, workload, 1.0, net="sampled", candidates=40, rows=2_000, rng=0)
+    p = result.parameters
+    m = p["net_size"]
+    assert m == synth.blr.sampled_net_size(len(workload), 2_000) > 1 and result.cells.size == m
+    assert p["sampling_alpha"] == pytest.approx(sampling_alpha(m, len(workload)))
+    assert p["sampling_alpha"] <= 0.1
+    assert result.warnings == [] == p["warnings"]
+
+
+@pytest.mark.parametrize("rows", range(10, 20))
+def test_sampled_vacuous_bound_warning_appears_exactly_when_the_selection_loss_reaches_n(rows):
+    """selection loss = 2 (ln 64 + ln 20) / n: 1.02 at n = 14, 0.95 at n = 15."""
+    result = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net="sampled", candidates=64, rows=rows, rng=0)
+    loss = result.parameters["selection_loss"]
+    vacuous = [w for w in result.warnings if "vacuous" in w]
+    assert len(vacuous) == (loss >= 1) == (rows <= 14)
+    if vacuous:
+        start = f"the sampled net's error bound (its best candidate's error plus {loss:.3g} of n"
+        assert vacuous[0].startswith(start + " for the selection) is vacuous")
+        assert "fewer candidates (--candidates)" in vacuous[0]
+    assert not any(w.startswith("m = 1") for w in result.warnings)
+
+
+def test_exact_vacuous_bound_and_one_row_warnings():
+    tiny = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net_size=3, rows=7, rng=0)
+    bound = tiny.parameters["bound_exact_net"]
+    assert bound >= 1 and len(tiny.warnings) == 1
+    assert tiny.warnings[0].startswith(f"the exact net's error bound ({bound:.3g} of n: ")
+    assert "is vacuous: every answer can be off by at most n anyway; raise epsilon, or use a smaller net" in (
+        tiny.warnings[0])
+    large = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net_size=8, rows=10**4, rng=0)
+    assert large.parameters["bound_exact_net"] < 1 and large.warnings == []
+    one = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net_size=1, rows=10**6, rng=0)  # alpha(1) dominates
+    assert one.parameters["bound_exact_net"] >= 1 and len(one.warnings) == 2
+    assert "raise --max-net so that a larger m fits" in one.warnings[0]
+    one_row = ("m = 1: the released database is a single row, so the synthetic data is that row repeated "
+               "1,000,000 times")
+    assert one.warnings[1] == f"{one_row}; raise --max-net, use fewer columns, or --net sampled"
+    sampled_one = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net="sampled", candidates=8, net_size=1,
+                      rows=10**6, rng=0)
+    assert sampled_one.warnings == [f"{one_row}; set --net-size above 1"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_query_counts_without_the_cell_lookup_match(monkeypatch, seed):
+    """Past ``_MAX_LOOKUP`` the counts decode each row's codes instead: the same counts."""
+    rng = _rng(31, seed)
+    schema = random_schema(rng, max_universe=48)
+    workload = random_workload(rng, schema)
+    cells = rng.integers(0, schema.universe_size, size=(9, 5), dtype=np.int64)
+    with_lookup = _QueryCounts(schema, workload).counts(cells)
+    monkeypatch.setattr(synth.blr, "_MAX_LOOKUP", 0)
+    counter = _QueryCounts(schema, workload)
+    np.testing.assert_array_equal(counter.counts(cells), with_lookup)
+    assert counter._lookups is None
+    np.testing.assert_array_equal(with_lookup, net_query_counts(schema, workload, cells))

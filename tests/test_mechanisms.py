@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from synth import _kernels
-from synth.accounting import Accountant, BudgetExceeded
+from synth.accounting import Accountant, BudgetExceeded, split_epsilon
+from synth.composition import advanced_epsilon, zcdp_epsilon
 from synth.mechanisms import (
     AboveThreshold,
     NumericSparse,
@@ -198,5 +199,59 @@ def test_sparse_restarts_until_max_above():
     assert accountant.spent().epsilon <= 1.0
     with pytest.raises(RuntimeError, match="halted after 3"):
         sparse.test(0)
-    approx = Sparse(100, 1.0, 10, delta=1e-6, rng=5)
-    assert approx.epsilon_per_run == pytest.approx(1.0 / math.sqrt(80 * math.log(1e6)))
+    approx = Sparse(100, 1.0, 10, delta=1e-6, rng=5)  # basic composition still allows the most here
+    assert approx.epsilon_per_run == split_epsilon(1.0, 10) and approx.composition == "basic"
+
+
+# Sparse with delta > 0: the per-run epsilon is the largest that composes to epsilon.
+
+
+def sparse_totals(epsilon_per_run: float, runs: int, delta: float) -> dict[str, float]:
+    """The total of ``runs`` pure epsilon_per_run-DP runs under each composition theorem."""
+    totals = {"basic": runs * epsilon_per_run, "zcdp": zcdp_epsilon(runs * epsilon_per_run**2 / 2, delta)}
+    if runs > 1:
+        totals["advanced"] = advanced_epsilon([epsilon_per_run] * runs, delta)
+    return totals
+
+
+def sparse_composes_within(epsilon_per_run: float, epsilon: float, runs: int, delta: float) -> bool:
+    """Whether ``runs`` runs at epsilon_per_run are (epsilon, delta)-DP by some theorem."""
+    return min(sparse_totals(epsilon_per_run, runs, delta).values()) <= epsilon + 1e-9
+
+
+@pytest.mark.parametrize("max_above", [1, 10, 1000])
+@pytest.mark.parametrize("delta", [1e-6, 0.01])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0, 100.0])
+def test_sparse_per_run_epsilon_is_the_largest_that_composes_to_epsilon(epsilon, delta, max_above):
+    """The chosen theorem's total at epsilon_per_run is epsilon (to 1e-6 relative: the
+    accountant keeps a 1e-6 share of its zCDP rho limit), no theorem's is below it by more,
+    the basic split is a floor, and an accountant with budget (epsilon, delta) takes every run."""
+    sparse = Sparse(0, epsilon, max_above, delta=delta, rng=1)
+    e0 = sparse.epsilon_per_run
+    totals = sparse_totals(e0, max_above, delta)
+    assert sparse_composes_within(e0, epsilon, max_above, delta)
+    assert totals[sparse.composition] == pytest.approx(epsilon, rel=1e-6)
+    assert min(totals.values()) >= epsilon * (1 - 1e-6)  # no theorem would allow a larger e0
+    assert e0 >= split_epsilon(epsilon, max_above)
+    accountant = Accountant(epsilon, delta)
+    charged = Sparse(0, epsilon, max_above, delta=delta, rng=2, accountant=accountant)
+    while not charged.halted:
+        assert charged.test(1e12)
+    assert len(accountant.ledger()) == max_above and accountant.spent().epsilon <= epsilon
+
+
+def test_sparse_old_advanced_formula_overspends_where_the_new_choice_does_not():
+    """epsilon / sqrt(8 k ln(1/delta)) = 0.52 per run at (100, 0.01, 1000): far more than 100 in
+    total by every theorem. The same check passes the per-run epsilon Sparse now picks."""
+    epsilon, delta, runs = 100.0, 0.01, 1000
+    old = epsilon / math.sqrt(8 * runs * math.log(1 / delta))
+    assert not sparse_composes_within(old, epsilon, runs, delta)
+    new = Sparse(0, epsilon, runs, delta=delta, rng=0)
+    assert sparse_composes_within(new.epsilon_per_run, epsilon, runs, delta)
+    assert new.composition == "zcdp" and new.epsilon_per_run > 3 * epsilon / runs
+
+
+def test_sparse_pure_split_and_small_delta_fall_back_to_basic():
+    assert Sparse(0, 1.0, 7, rng=0).epsilon_per_run == split_epsilon(1.0, 7)
+    one = Sparse(0, 2.0, 1, delta=0.01, rng=0)  # one run: composition cannot beat the run itself
+    assert one.epsilon_per_run == 2.0 and one.composition == "basic"

@@ -6,9 +6,10 @@ queries, paying only for the queries that are above (Dwork and Roth 2014, Sectio
 * ``NumericSparse``: the same test, and on "above" it releases the value plus fresh
   Lap(sensitivity / epsilon_release) noise. (epsilon_test + epsilon_release)-DP.
 * ``Sparse``: AboveThreshold restarted with a fresh noisy threshold after each "above", up
-  to ``max_above`` times; each run gets epsilon / max_above (or, with delta > 0,
-  epsilon / sqrt(8 max_above ln(1/delta)) for advanced composition). Each run is charged
-  to the accountant when it starts answering.
+  to ``max_above`` times; each run gets epsilon / max_above, or with delta > 0 the largest
+  per-run epsilon whose composition over max_above runs (basic, advanced or zCDP, as the
+  accountant composes them) is at most epsilon. Each run is charged to the accountant when
+  it starts answering.
 
 The noise is exact discrete Laplace on the lattice of the sensitivity: for an integer
 sensitivity (counts) it is integer noise with the scales above; for any other sensitivity
@@ -187,7 +188,31 @@ class NumericSparse:
 class Sparse:
     """AboveThreshold restarted after each "above", for at most ``max_above`` aboves.
 
-    epsilon-DP in total (delta = 0), or (epsilon, delta)-DP with advanced composition.
+    Each run is an ``epsilon_per_run``-DP AboveThreshold (charged to the accountant, as a pure
+    epsilon, when it starts answering), and at most ``max_above`` runs answer. Guarantee:
+
+    * delta = 0: epsilon-DP by basic composition; epsilon_per_run = epsilon / max_above
+      (rounded down so that the exact sum stays within epsilon).
+    * delta > 0: (epsilon, delta)-DP. epsilon_per_run is the largest e0 such that max_above
+      runs of e0 compose to at most epsilon under one of the theorems the accountant uses
+      (``synth.accounting.compose``), whichever allows the largest e0:
+
+      - basic: max_above * e0;
+      - advanced (max_above > 1): ``advanced_epsilon([e0] * max_above, delta)``, i.e.
+        sqrt(2 k ln(1/delta)) e0 + k e0 (e^e0 - 1);
+      - zCDP: each run is e0^2/2-zCDP, so k e0^2 / 2 in total, converted to (epsilon', delta)
+        by ``zcdp_epsilon`` (the accountant's own rho limit, safety share included).
+
+      Each e0 is found by bisection (every total grows with e0) and checked the way the
+      accountant checks a charge, with a little extra room for the rounding of its running
+      sums, and the zCDP one also against the total the accountant reports; so an
+      ``Accountant(epsilon, delta)`` accepts all max_above charges and reports at most
+      epsilon. It is never below the basic split epsilon / max_above (delta then buys
+      nothing and the guarantee is pure epsilon-DP). ``composition`` names the theorem used.
+
+    The familiar closed form epsilon / sqrt(8 k ln(1/delta)) is not used: it ignores the
+    k e0 (e^e0 - 1) term, so for large per-run epsilons (e.g. epsilon = 100, delta = 0.01,
+    k = 1000: 0.52 per run) the true total is several times epsilon.
     """
 
     def __init__(
@@ -207,12 +232,7 @@ class Sparse:
         self.max_above = check_positive_int(max_above, "max_above")
         self.delta = check_delta(delta)
         self.sensitivity = check_sensitivity(sensitivity)
-        if self.delta > 0:
-            self.epsilon_per_run = self.epsilon / math.sqrt(8 * self.max_above * math.log(1 / self.delta))
-        else:
-            from ..accounting import split_epsilon
-
-            self.epsilon_per_run = split_epsilon(self.epsilon, self.max_above)
+        self.epsilon_per_run, self.composition = _per_run_epsilon(self.epsilon, self.max_above, self.delta)
         self._rng = make_rng(rng)
         self._accountant = accountant
         self._note = note
@@ -237,3 +257,80 @@ class Sparse:
             if not self.halted:
                 self._run = self._new_run()
         return above
+
+
+def _per_run_epsilon(epsilon: float, runs: int, delta: float) -> tuple[float, str]:
+    """The largest per-run epsilon (and the theorem) for which ``runs`` pure charges of it
+    compose to at most ``epsilon`` with ``delta``, as ``Accountant(epsilon, delta)`` checks them.
+
+    The accountant sums the charges one by one in floating point; the room ``safety`` covers
+    that rounding (under 1e-13 relative for a thousand runs).
+    """
+    from ..accounting import _MARGIN, Accountant, split_epsilon
+
+    options = [(split_epsilon(epsilon, runs), "basic")]
+    if delta == 0:
+        return options[0]
+    safety = 1 + max(1e-9, runs * 2.0**-50)
+    log_term = 2 * math.log(1 / delta)
+
+    def advanced_fits(e0: float) -> bool:
+        try:
+            total = math.sqrt(log_term * runs * e0 * e0) + runs * e0 * math.expm1(e0)
+        except OverflowError:
+            return False
+        return total * (1 + _MARGIN) * safety <= epsilon
+
+    try:
+        rho_limit = Accountant(epsilon, delta)._rho_limit(epsilon, delta)  # the limit its checks use
+    except OverflowError:  # the conversion fails at extreme (epsilon, delta): leave zCDP out
+        rho_limit = None
+
+    def zcdp_fits(e0: float) -> bool:
+        return runs * e0 * e0 / 2 * safety <= rho_limit
+
+    if runs > 1:  # the accountant applies advanced composition to two charges or more
+        options.append((_largest(advanced_fits, epsilon), "advanced"))
+    if rho_limit is not None:
+        options.append((_zcdp_reported_within(_largest(zcdp_fits, epsilon), epsilon, runs, delta, safety), "zcdp"))
+    return max(options, key=lambda option: option[0])  # ties: the first, basic before the others
+
+
+def _zcdp_reported_within(e0: float, epsilon: float, runs: int, delta: float, safety: float) -> float:
+    """``e0``, or less, so that the zCDP total the accountant reports (``compose``) is at most epsilon.
+
+    The accountant's check (its rho limit) and its report (``zcdp_epsilon``, rounded up to 1e-12
+    absolute below 1) can disagree at tiny epsilons; then bisect down on the report (each step a
+    few milliseconds), to 1e-9 relative.
+    """
+    from ..accounting import _MARGIN
+    from ..composition import zcdp_epsilon
+
+    def reported_fits(x: float) -> bool:
+        return zcdp_epsilon(runs * x * x / 2 * safety, delta) * (1 + _MARGIN) <= epsilon
+
+    if e0 == 0 or reported_fits(e0):
+        return e0
+    low, high = 0.0, e0
+    while high - low > 1e-9 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if reported_fits(middle) else (low, middle)
+    return low
+
+
+def _largest(fits, start: float) -> float:
+    """The largest x >= 0 with ``fits(x)``, for a ``fits`` true up to some point and false after
+    it (bisection to the last float; 0 if nothing positive fits)."""
+    low, high = 0.0, start
+    while fits(high):
+        low, high = high, 2 * high
+        if math.isinf(high):
+            return low
+    while True:
+        middle = (low + high) / 2
+        if middle <= low or middle >= high:
+            return low
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
