@@ -4,34 +4,67 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import time
 from collections.abc import Iterator
 
 import click
 
+#: Set to 1 to see the traceback of an unexpected error instead of its one-line summary.
+DEBUG_VARIABLE = "SYNTH_DEBUG"
+
 
 class SynthGroup(click.Group):
-    """A click group that shows library input errors as one line, with no traceback."""
+    """A click group that shows every error as one line, with no traceback.
+
+    Input errors (``SynthError``) and file errors (``OSError``) show their own message; an
+    unexpected error says it is a bug and how to see its traceback (``SYNTH_DEBUG=1``).
+    SIGTERM unwinds like Ctrl-C, so temporary files are removed on either.
+    """
+
+    def main(self, *args, **kwargs):
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:  # not in the main thread: keep the default
+            return super().main(*args, **kwargs)
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except click.exceptions.Exit:
-            raise
-        except (click.ClickException, click.Abort):
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except BrokenPipeError:
             sys.stderr.close()  # the reader went away (e.g. `| head`): stop quietly
             ctx.exit(1)
         except OSError as exc:
             name = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(f"{name}{exc.strerror or exc}") from None
-        except ValueError as exc:
+            raise click.ClickException(one_line(f"{name}{exc.strerror or exc}")) from None
+        except MemoryError:
+            raise click.ClickException("out of memory: ask for less (fewer columns, rows or queries)") from None
+        except Exception as exc:
             from synth.errors import SynthError
 
             if isinstance(exc, SynthError):
-                raise click.ClickException(str(exc)) from None
-            raise
+                raise click.ClickException(one_line(str(exc))) from None
+            if os.environ.get(DEBUG_VARIABLE):
+                raise
+            raise click.ClickException(one_line(
+                f"unexpected {type(exc).__name__}: {exc}. This is a bug in synth: please report it with the "
+                f"command you ran ({DEBUG_VARIABLE}=1 shows the traceback)")) from None
+
+
+def _terminate(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def one_line(message: str) -> str:
+    """A message folded onto one line (a multi-line message would look like a traceback)."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
 class CheckedFloat(click.ParamType):
@@ -58,7 +91,7 @@ class CheckedFloat(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-EPSILON = CheckedFloat("check_epsilon", "epsilon")
+EPSILON = CheckedFloat("check_budget_epsilon", "epsilon")
 DELTA = CheckedFloat("check_delta", "delta")
 BETA = CheckedFloat("check_probability", "beta")
 
@@ -128,14 +161,24 @@ def output_option(help_text: str):
     )
 
 
+#: A log (stderr not a terminal) gets a plain progress line only for work that lasts longer
+#: than this, and then at most every 10% of the work or every LOG_EVERY seconds.
+LOG_AFTER = 5.0
+LOG_EVERY = 60.0
+
+
 @contextlib.contextmanager
 def progress(label: str, quiet: bool) -> Iterator:
-    """A stderr progress bar driven by the library's ``progress(rows, fraction)`` callback.
+    """Progress on stderr driven by the library's ``progress(rows, fraction)`` callback.
 
-    Shown only on a terminal: logs and pipes get no bar characters.
+    A bar on a terminal; in a log or a pipe, plain lines ("label: 40% after 12 s, about 18 s
+    left") once the work has taken more than ``LOG_AFTER`` seconds.
     """
-    if quiet or not sys.stderr.isatty():
+    if quiet:
         yield None
+        return
+    if not sys.stderr.isatty():
+        yield _ProgressLines(label)
         return
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
         done = [0]
@@ -149,13 +192,41 @@ def progress(label: str, quiet: bool) -> Iterator:
         yield update
 
 
+class _ProgressLines:
+    """The library's progress callback as plain stderr lines, for logs."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.started = self.last = time.monotonic()
+        self.next_step = 0.1
+
+    def __call__(self, rows: int, fraction: float | None) -> None:
+        now = time.monotonic()
+        elapsed = now - self.started
+        if elapsed < LOG_AFTER:
+            return
+        if fraction is not None and fraction >= self.next_step:
+            self.next_step = (int(fraction * 10) + 1) / 10
+        elif now - self.last < LOG_EVERY:
+            return
+        self.last = now
+        if fraction is None or fraction <= 0:
+            click.echo(f"{self.label}: {rows:,} done after {elapsed:.0f} s", err=True)
+            return
+        left = elapsed * (1 - fraction) / fraction
+        click.echo(f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left", err=True)
+
+
 def write_output(output: str, write) -> None:
     """Call ``write(handle)`` on stdout (``-``) or on a file written atomically.
 
-    A failure part-way leaves no partial file (and an existing file untouched).
+    A failure part-way leaves no partial file (and an existing file untouched); a failure to
+    write or flush stdout is an error, not a silent loss.
     """
     if output == "-":
-        write(click.get_text_stream("stdout"))
+        stream = click.get_text_stream("stdout")
+        write(stream)
+        flush_stdout(stream)
         return
     from synth._io import atomic_write
 
@@ -173,3 +244,28 @@ def load_schema(schema_file: str, columns: str | None):
         return full, full.select(columns)
     except SchemaError as exc:
         raise click.BadParameter(f"{exc} (in {schema_file})", param_hint="--columns") from None
+
+
+def flush_stdout(stream=None) -> None:
+    """Flush stdout; a failure (a full disk behind a redirect) exits with a message."""
+    stream = stream or click.get_text_stream("stdout")
+    try:
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise click.ClickException(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+bad_rows_option = click.option(
+    "--bad-rows", type=click.Choice(["error", "drop"]), default="error", show_default=True,
+    help="A row with a value outside the schema (unknown category, bad code, missing value): stop with a message "
+         "that quotes it (error), or leave the row out (drop; a private run never says how many).",
+)
+
+
+def warn_if_inferred(schema, schema_file) -> None:
+    """One warning per private run whose schema was inferred from the data."""
+    if getattr(schema, "inferred", False):
+        warn(f"{schema_file} was inferred from the data (synth schema infer): its categories and bin edges are NOT "
+             "private and go into the release as they are; review them or replace them with public knowledge")

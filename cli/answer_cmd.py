@@ -11,6 +11,7 @@ from ._common import (
     DELTA,
     EPSILON,
     CheckedFloat,
+    bad_rows_option,
     columns_option,
     load_schema,
     note,
@@ -20,8 +21,10 @@ from ._common import (
     quiet_option,
     seed_option,
     warn,
+    warn_if_inferred,
     write_output,
 )
+from ._outputs import check_outputs, force_option
 
 NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
@@ -52,12 +55,14 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
               callback=output_folder_exists, help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
 @click.option("--save-model", "model_file", type=click.Path(dir_okay=False, writable=True),
               callback=output_folder_exists, help="Save the released model (distribution, schema, privacy spent, round log).")
+@bad_rows_option
 @seed_option
 @columns_option
 @quiet_option
+@force_option
 @output_option("Where to write the answers CSV")
 def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
-           alpha, passes, plan_only, monitor_file, model_file, seed, columns, quiet, output) -> None:
+           alpha, passes, plan_only, monitor_file, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
@@ -78,6 +83,8 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
     """
     if exact + bool(mechanism) + bool(from_model) != 1:
         raise click.UsageError("choose one: --exact (NON-PRIVATE counts), --mechanism pmw (private) or --model M")
+    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file, "--model": from_model},
+                  {"-o": output, "--save-model": model_file, "--monitor": monitor_file}, force)
     if from_model:
         _answer_from_model(data, schema_file, from_model, workload_file, columns, output)
         return
@@ -90,12 +97,12 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
     full, selected = load_schema(schema_file, columns)
     queries = Workload.load(workload_file, selected)
     if exact:
-        _answer_exactly(data, full, queries, columns, quiet, output)
+        _answer_exactly(data, full, queries, columns, quiet, output, bad_rows)
     else:
         if epsilon is None:
             raise click.UsageError("--mechanism pmw needs --epsilon")
         _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output)
+                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file)
 
 
 def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
@@ -126,11 +133,11 @@ def _answer_from_model(data, schema_file, model_file, workload_file, columns, ou
         warn(f"{model_file} comes from a seeded run: for testing only, not for release")
 
 
-def _answer_exactly(data, full, queries, columns, quiet, output) -> None:
+def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> None:
     from synth.exact import exact_answers
 
     with progress(f"reading {data}", quiet) as update:
-        result = exact_answers(data, full, queries, columns=columns, progress=update)
+        result = exact_answers(data, full, queries, columns=columns, progress=update, bad_rows=bad_rows)
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")
@@ -141,6 +148,8 @@ def _answer_exactly(data, full, queries, columns, quiet, output) -> None:
     write_output(output, write)
     for name, count in result.clipped.items():
         note(f"column {name!r}: {count:,} rows outside the bin edges were clipped into the edge bins")
+    if result.dropped:
+        note(f"{result.dropped:,} rows outside the schema were left out (--bad-rows drop) [NON-PRIVATE]")
     warn(
         f"exact answers to {len(queries):,} queries over {result.n_rows:,} rows are NON-PRIVATE "
         "(not differentially private): for the data owner only; do not release them."
@@ -148,7 +157,8 @@ def _answer_exactly(data, full, queries, columns, quiet, output) -> None:
 
 
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                     alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output) -> None:
+                     alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
+                     schema_file) -> None:
     from synth.pmw_plan import plan_pmw
     from synth.row_count import DEFAULT_COUNT_SHARE
 
@@ -163,8 +173,9 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     from synth.data import read
     from synth.pmw import HALTED, run_pmw
 
+    warn_if_inferred(selected, schema_file)
     with progress(f"reading {data}", quiet) as update:
-        encoded = read(data, full, columns=columns, progress=update)
+        encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
                   passes=passes, count_share=share, updates=updates, alpha=alpha, monitor=monitor_file is not None)
@@ -176,14 +187,16 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
             writer.writerow([i, queries[i].name or "", queries.describe(i), f"{run.answers[i]:.6g}", run.rounds[i],
                              f"{run.final[i]:.6g}", "differentially private (pmw)"])
 
-    write_output(output, write)
-    if model_file:
-        run.pmw.to_model(seeded=seed is not None).save(model_file)
-    if monitor_file:
-        from synth._io import atomic_write
+    from synth._io import output_group
 
-        with atomic_write(monitor_file, encoding="utf-8", newline="") as handle:
-            run.monitor.write_csv(handle)
+    with output_group() as outputs:
+        write_output(output if output == "-" else outputs.stage(output), write)
+        if model_file:
+            run.pmw.to_model(seeded=seed is not None).save(outputs.stage(model_file))
+        if monitor_file:
+            with open(outputs.stage(monitor_file), "w", encoding="utf-8", newline="") as handle:
+                run.monitor.write_csv(handle)
+    if monitor_file:
         warn(f"{monitor_file} is a NON-PRIVATE diagnostic computed from the true data: never release it")
     for line in run.notes:
         note(line)

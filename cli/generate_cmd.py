@@ -9,16 +9,20 @@ from ._common import (
     DELTA,
     EPSILON,
     CheckedFloat,
+    bad_rows_option,
     columns_option,
     load_schema,
     note,
     output_folder_exists,
+    flush_stdout,
     progress,
     quiet_option,
     schema_option,
     seed_option,
     warn,
+    warn_if_inferred,
 )
+from ._outputs import check_outputs, force_option
 
 MECHANISMS = ("mwem", "blr", "pmw")
 
@@ -51,7 +55,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--net", type=click.Choice(["exact", "sampled"]), default="exact", show_default=True,
               help="blr: enumerate every m-row database (tiny universes) or score K data-independent candidates.")
 @click.option("--net-size", type=click.IntRange(1),
-              help="blr: rows m of each candidate database (default: the m minimizing the error bound).")
+              help="blr: rows m of each candidate database (default: exact net, the m minimizing its error "
+                   "bound; sampled net, enough rows to answer every query within 0.1 of n).")
 @click.option("--candidates", type=click.IntRange(1), help="blr --net sampled: candidates K (default 10,000).")
 @click.option("--max-net", type=click.IntRange(1), help="blr --net exact: most candidates enumerated (default 10^7).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"),
@@ -59,19 +64,23 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
 @click.option("--beta", type=BETA, default=0.05, show_default=True, help="Failure probability of the stated bounds.")
 @click.option("--sample-rows", type=click.IntRange(0),
-              help="Rows in the synthetic table (default: n, the public or noisy row count).")
+              help="Rows in the synthetic table (default: n, the public or noisy row count; a table of more "
+                   "than 1 GB from the default is refused: pass --sample-rows to confirm).")
 @click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,
               help="Turn the model into rows by controlled rounding (lower error) or multinomial sampling.")
 @click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True), callback=output_folder_exists,
               help="Also save the released model (for synth answer --model and synth sample).")
+@bad_rows_option
 @seed_option
 @columns_option
 @quiet_option
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
-              callback=output_folder_exists, help="Synthetic table to write (.csv, or .parquet with pyarrow).")
+@force_option
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+              callback=output_folder_exists,
+              help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
 def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
              select_share, passes, average, net, net_size, candidates, max_net, alpha, updates, beta, sample_rows,
-             rounding, model_file, seed, columns, quiet, output) -> None:
+             rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA.csv and write a synthetic table.
 
     The model answers the --workload's queries well; the synthetic table has the schema's
@@ -79,10 +88,15 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     run is epsilon-DP (pmw: (epsilon, delta)-DP). n is public only with --rows or rows in the
     schema; otherwise a noisy count is bought from the budget and reported.
 
+    Outputs never replace an input of the command, and replace an existing file only with
+    --force; the table and the model appear together, only when the run succeeds.
+
     \b
     Examples:
+      synth generate synth-demo/demo.csv --schema synth-demo/demo-schema.json \\
+          --workload synth-demo/workload.json --epsilon 1 -o synthetic.csv --model mwem.npz
       synth generate adult.csv --schema adult-domain.json --workload w3.json \\
-          --epsilon 1 --rows 48842 -o synthetic.csv --model mwem.npz
+          --epsilon 1 --rows 48842 --bad-rows drop -o synthetic.csv
       synth generate tiny.csv --schema tiny.json --workload w.json --mechanism blr \\
           --net exact --net-size 4 --epsilon 1 -o synthetic.csv
       synth generate adult.csv --schema adult-domain.json --workload w.json --mechanism blr \\
@@ -90,6 +104,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     """
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha)
+    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file},
+                  {"-o": output, "--model": model_file}, force)
     from synth.sample import check_output_format
 
     check_output_format(output)  # before any work
@@ -99,10 +115,13 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     queries = Workload.load(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
+    if sample_rows is None and public_rows is not None:
+        check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
+    warn_if_inferred(selected, schema_file)
     from synth.data import read
 
     with progress(f"reading {data}", quiet) as update:
-        encoded = read(data, full, columns=columns, progress=update)
+        encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     options = {"delta": delta, "rows": public_rows, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
@@ -112,21 +131,44 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
         model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
     import numpy as np
 
+    from synth._io import output_group
     from synth.sample import write_synthetic
 
     count = round(model.rows) if sample_rows is None else sample_rows
-    with progress(f"writing {output}", quiet) as update:
-        written = write_synthetic(output, model.distribution, selected, count, method=rounding,
-                                  rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
-    if model_file:
-        model.save(model_file)
+    if sample_rows is None:
+        check_table_size(selected, count, "n, public" if model.rows_public else "n, a noisy count")
+    with output_group() as outputs:
+        target = click.get_text_stream("stdout") if output == "-" else outputs.stage(output)
+        with progress(f"writing {output}", quiet) as update:
+            written = write_synthetic(target, model.distribution, selected, count, method=rounding,
+                                      rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
+        if output == "-":
+            flush_stdout(target)
+        if model_file:
+            model.save(outputs.stage(model_file))
     for line in lines:
         note(line)
     spent = accountant.spent()
     n_text = f"n={model.rows:,.0f} ({'public' if model.rows_public else 'noisy count, bought from the budget'})"
     note(f"{mechanism}: privacy spent epsilon={spent.epsilon:.6g}, delta={spent.delta:g} of epsilon={epsilon:g}; "
          f"{n_text}")
-    note(f"wrote {written:,} synthetic rows to {output}" + (f"; model saved to {model_file}" if model_file else ""))
+    where = "stdout" if output == "-" else output
+    note(f"wrote {written:,} synthetic rows to {where}" + (f"; model saved to {model_file}" if model_file else ""))
+
+
+#: A synthetic table from the default row count larger than this must be asked for by size.
+LARGE_TABLE_BYTES = 10**9
+
+
+def check_table_size(schema, rows: int, source: str, option: str = "--sample-rows") -> None:
+    """Refuse a synthetic table of more than ``LARGE_TABLE_BYTES`` whose size nobody asked for:
+    a mistyped n would otherwise start writing gigabytes. Reads no data."""
+    from synth.sample import estimated_row_bytes
+
+    size = estimated_row_bytes(schema) * rows
+    if size > LARGE_TABLE_BYTES:
+        raise click.UsageError(f"the synthetic table would have {rows:,} rows ({source}), about {size / 1e9:,.1f} GB: "
+                               f"pass {option} {rows} to write it, or ask for fewer rows")
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
@@ -191,6 +233,8 @@ def _fit_blr(codes, schema, queries, epsilon, options, share, update):
         lines.append(f"error bound, sampled net: max query error <= (best candidate's error) + "
                      f"{p['selection_loss']:.4f} of n {confidence}; the best candidate's error depends on the data "
                      "and is not released")
+    for message in p.get("warnings", []):
+        warn(message)
     return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
 
 

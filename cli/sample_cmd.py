@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import note, output_folder_exists, progress, quiet_option, seed_option, warn
+from ._common import flush_stdout, note, output_folder_exists, progress, quiet_option, seed_option, warn
+from ._outputs import check_outputs, force_option
 
 
 @click.command()
@@ -17,9 +18,11 @@ from ._common import note, output_folder_exists, progress, quiet_option, seed_op
               help="Numeric columns: a value drawn uniformly inside the bin, or the bin's midpoint.")
 @seed_option
 @quiet_option
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
-              callback=output_folder_exists, help="Synthetic table to write (.csv, or .parquet with pyarrow).")
-def sample(model_file, rows, rounding, numeric, seed, quiet, output) -> None:
+@force_option
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+              callback=output_folder_exists,
+              help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
+def sample(model_file, rows, rounding, numeric, seed, quiet, force, output) -> None:
     """Write a synthetic table drawn from a released model.
 
     Sampling is post-processing of the release: it reads no data and spends no privacy. The
@@ -29,15 +32,26 @@ def sample(model_file, rows, rounding, numeric, seed, quiet, output) -> None:
     Examples:
       synth sample --model mwem.npz -o synthetic.csv
       synth sample --model mwem.npz --rows 1000000 --rounding multinomial -o big.csv
+      synth sample --model mwem.npz --rows 10 -o -
     """
+    check_outputs({"--model": model_file}, {"-o": output}, force)
     from synth.model import Model
-    from synth.sample import write_synthetic
+    from synth.sample import check_output_format, write_synthetic
 
+    from .generate_cmd import check_table_size
+
+    check_output_format(output)
     model = Model.load(model_file)
     count = round(model.rows) if rows is None else rows
+    if rows is None:
+        check_table_size(model.schema, count, "the model's n", option="--rows")
+    target = click.get_text_stream("stdout") if output == "-" else output
     with progress(f"writing {output}", quiet) as update:
-        written = write_synthetic(output, model.distribution, model.schema, count, method=rounding,
+        written = write_synthetic(target, model.distribution, model.schema, count, method=rounding,
                                   numeric=numeric, rng=seed, progress=update)
-    note(f"wrote {written:,} synthetic rows from {model_file} ({model.mechanism}) to {output}")
+    if output == "-":
+        flush_stdout(target)
+    where = "stdout" if output == "-" else output
+    note(f"wrote {written:,} synthetic rows from {model_file} ({model.mechanism}) to {where}")
     if model.seeded:
         warn(f"{model_file} comes from a seeded run: for testing only, not for release")

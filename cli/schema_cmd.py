@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import columns_option, load_schema, note, output_option, warn, write_output
+from ._outputs import check_outputs, force_option
 
 
 @click.group()
@@ -26,17 +27,20 @@ def schema() -> None:
 @click.option("--bins", default=10, show_default=True, type=click.IntRange(1),
               help="Equal-width bins for other numeric columns.")
 @columns_option
-def infer(data: str, output: str, max_categories: int, bins: int, columns: str | None) -> None:
+@force_option
+def infer(data: str, output: str, max_categories: int, bins: int, columns: str | None, force: bool) -> None:
     """Build a schema from DATA.csv. NOT differentially private: review it.
 
     The categories and bin edges are read off the private data itself, so the schema can
     leak information (a rare category reveals that someone has it). Review it, or replace
-    it with public knowledge, before any release.
+    it with public knowledge, before any release. The schema records that it was inferred,
+    and every private run that uses it warns about it.
 
     \b
     Example:
       synth schema infer people.csv -o schema.json
     """
+    check_outputs({"DATA": data}, {"-o": output}, force)
     from synth.infer import infer_schema
 
     result = infer_schema(data, max_categories=max_categories, bins=bins, columns=columns)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import columns_option, load_schema, note, output_option, schema_option, write_output
+from ._outputs import check_outputs, force_option
 
 
 @click.group()
@@ -24,7 +25,8 @@ def workload() -> None:
 @click.option("--max-queries", default=1_000_000, show_default=True, type=click.IntRange(1),
               help="Refuse to write more queries than this.")
 @output_option("Where to write the workload JSON")
-def marginals(schema_file: str, way: int, columns: str | None, max_queries: int, output: str) -> None:
+@force_option
+def marginals(schema_file: str, way: int, columns: str | None, max_queries: int, output: str, force: bool) -> None:
     """Write all K-way marginals as cell queries.
 
     Marginals come in lexicographic order of column subsets (columns in schema order, or
@@ -35,6 +37,7 @@ def marginals(schema_file: str, way: int, columns: str | None, max_queries: int,
       synth workload marginals --schema adult-domain.json --way 3 \\
           --columns workclass,education-num,sex -o w3.json
     """
+    check_outputs({"--schema": schema_file}, {"-o": output}, force)
     from synth.workload import Workload
 
     _, loaded = load_schema(schema_file, columns)

@@ -16,10 +16,12 @@ a seeded run repeats exactly, whatever the chunk size.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
+import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +35,7 @@ from .schema import Categorical, Numeric, Schema
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["check_output_format", "decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
+__all__ = ["check_capacity", "check_output_format", "estimated_row_bytes", "decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
 
 METHODS = ("round", "multinomial")
 NUMERIC_MODES = ("uniform", "midpoint")
@@ -189,8 +191,73 @@ def check_output_format(path: str | os.PathLike) -> bool:
     return True
 
 
+#: Bytes of memory per synthetic row while sampling (its cell index, shuffled in place).
+_MEMORY_PER_ROW = 8
+#: Bytes of memory per universe cell while rounding (probabilities, counts, remainders).
+_MEMORY_PER_CELL = 24
+
+
+def estimated_row_bytes(schema: Schema) -> float:
+    """The mean length of a synthetic CSV row under ``schema``, from its labels and edges
+    alone (no data): each column's mean value width, plus separators and the newline."""
+    width = 0.0
+    for column in schema:
+        if isinstance(column, Categorical):
+            width += float(np.mean([len(str(v)) for v in column.values]))
+        elif isinstance(column, Numeric):
+            width += max(len(str(e)) for e in column.edges) + (0 if _integer_edges(column) else 12)
+        else:
+            width += len(str(column.size - 1))
+    return width + len(schema)
+
+
+def check_capacity(path: object, schema: Schema, rows: int) -> None:
+    """``SynthError`` before any work when ``rows`` synthetic rows cannot fit: in this
+    machine's available memory (sampling holds one index per row), or on the disk that holds
+    ``path`` (a regular file; streams are not checked)."""
+    needed = _MEMORY_PER_ROW * rows + _MEMORY_PER_CELL * schema.universe_size
+    available = _available_memory()
+    if available is not None and needed > available:
+        raise SynthError(f"{rows:,} synthetic rows need about {_size(needed)} of memory while sampling; this "
+                         f"machine has {_size(available)} available: ask for fewer rows")
+    if isinstance(path, (str, os.PathLike)) and str(path) != "-":
+        from ._io import is_stream
+
+        if is_stream(path):
+            return
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return
+        size = estimated_row_bytes(schema) * rows
+        if size > free:
+            raise SynthError(f"{path}: {rows:,} synthetic rows need about {_size(size)} on disk, and {folder} has "
+                             f"{_size(free)} free: ask for fewer rows")
+
+
+def _available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else None (no check)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _size(size: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
 def write_synthetic(
-    path: str | os.PathLike,
+    path: str | os.PathLike | IO[str],
     distribution: np.ndarray,
     schema: Schema,
     rows: int,
@@ -201,15 +268,20 @@ def write_synthetic(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Progress | None = None,
 ) -> int:
-    """Write ``rows`` synthetic rows to a CSV file (Parquet if ``path`` ends in ``.parquet``).
+    """Write ``rows`` synthetic rows to a CSV file (Parquet if ``path`` ends in ``.parquet``),
+    or as CSV to an open text stream (e.g. stdout).
 
     The header is the schema's column names. The file appears only when complete (an error
     leaves no partial file). Rows are decoded and written ``chunk_rows`` at a time, so memory
     for values stays bounded; for a given seed the file does not depend on ``chunk_rows``.
     ``progress(rows_done, fraction_done)`` is called after each chunk. Returns the rows
-    written. Parquet needs pyarrow; without it ``SynthError`` is raised before any work.
+    written. Parquet needs pyarrow; without it ``SynthError`` is raised before any work, as it
+    is when the rows cannot fit in memory or on the disk (``check_capacity``).
     """
-    parquet = check_output_format(path)
+    stream = hasattr(path, "write")
+    parquet = False if stream else check_output_format(path)
+    rows = _check_rows(rows)
+    check_capacity(None if stream else path, schema, rows)
     _check_choice("method", method, METHODS)
     _check_choice("numeric", numeric, NUMERIC_MODES)
     if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
@@ -224,7 +296,8 @@ def write_synthetic(
     )
     done = 0
     mode, options = ("wb", {}) if parquet else ("w", {"newline": "", "encoding": "utf-8"})
-    with atomic_write(path, mode, **options) as handle:
+    opened = contextlib.nullcontext(path) if stream else atomic_write(path, mode, **options)
+    with opened as handle:
         write = _parquet_writer(handle, schema, numeric) if parquet else _csv_writer(handle)
         for frame in chunks:
             write(frame)
@@ -293,6 +366,7 @@ def sample_model(
     """Synthetic rows of a ``Model`` as a DataFrame; ``rows`` defaults to ``model.rows``, rounded."""
     if rows is None:
         rows = int(np.rint(model.rows))
+    check_capacity(None, model.schema, _check_rows(rows))
     rng = make_rng(rng)
     codes = sample_codes(model.distribution, model.schema, rows, method, rng)
     return decode_rows(codes, model.schema, numeric, rng)

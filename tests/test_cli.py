@@ -161,7 +161,7 @@ def assert_clean_failure(
 
 def answer(data: Path, schema: Path, workload: Path, out_path: Path, *extra: object):
     return invoke(
-        "answer", data, "--schema", schema, "--workload", workload, "--exact", "-q", "-o", out_path, *extra
+        "answer", data, "--schema", schema, "--workload", workload, "--exact", "-q", "--force", "-o", out_path, *extra
     )
 
 
@@ -404,7 +404,7 @@ def test_malformed_schema_json_in_workload_marginals(tmp_path, out):
     existed = out.exists()
     schema = tmp_path / "broken-schema.json"
     schema.write_text('{"sex": 2,\n "race": }\n')
-    result = invoke("workload", "marginals", "--schema", schema, "--way", "1", "-o", out)
+    result = invoke("workload", "marginals", "--schema", schema, "--way", "1", "--force", "-o", out)
     check_answer_failure(result, out, existed, "broken-schema.json", "malformed JSON", "line 2")
 
 
@@ -472,21 +472,21 @@ def test_infer_empty_file(tmp_path, out):
     existed = out.exists()
     data = tmp_path / "empty.csv"
     data.write_bytes(b"")
-    result = invoke("schema", "infer", data, "-o", out)
+    result = invoke("schema", "infer", data, "--force", "-o", out)
     check_answer_failure(result, out, existed, "empty.csv", "empty")
 
 
 def test_infer_header_only_file(tmp_path, out):
     existed = out.exists()
     data = write_csv(tmp_path / "header.csv", ["fruit,weight"])
-    result = invoke("schema", "infer", data, "-o", out)
+    result = invoke("schema", "infer", data, "--force", "-o", out)
     check_answer_failure(result, out, existed, "header.csv")
 
 
 def test_infer_row_with_too_many_fields(tmp_path, out):
     existed = out.exists()
     data = write_csv(tmp_path / "ragged.csv", ["a,b", "1,2", "3,4,5", "1,4"])
-    result = invoke("schema", "infer", data, "-o", out)
+    result = invoke("schema", "infer", data, "--force", "-o", out)
     check_answer_failure(result, out, existed, "ragged.csv", row=2)
 
 
@@ -591,7 +591,7 @@ def test_python_dash_m_synth_help():
 
 
 def test_schema_infer_writes_a_schema_and_warns(tmp_path):
-    grades = REPO / "datasets" / "grades.csv"
+    grades = REPO / "synth" / "datasets" / "grades.csv"
     out_path = tmp_path / "schema.json"
     result = invoke("schema", "infer", grades, "-o", out_path)
     assert result.exit_code == 0, result.output
@@ -605,13 +605,13 @@ def test_schema_infer_writes_a_schema_and_warns(tmp_path):
         assert column["type"] == "categorical"
         assert sorted(column["values"]) == sorted(frame[name].unique())
     # The inferred schema works: the grades data answers under it.
-    workload = REPO / "datasets" / "grades-workload.json"
+    workload = REPO / "synth" / "datasets" / "grades-workload.json"
     answers = tmp_path / "answers.csv"
     assert answer(grades, out_path, workload, answers).exit_code == 0
 
 
 def test_schema_infer_to_stdout_keeps_the_warning_off_stdout(tmp_path):
-    result = invoke("schema", "infer", REPO / "datasets" / "grades.csv")
+    result = invoke("schema", "infer", REPO / "synth" / "datasets" / "grades.csv")
     assert result.exit_code == 0
     json.loads(result.stdout)  # stdout is the schema alone
     assert "NOT differentially private" in result.stderr
@@ -636,10 +636,10 @@ def read_answers(path: Path) -> pd.DataFrame:
 
 
 def test_grades_example_answers_match_pandas(tmp_path):
-    grades = REPO / "datasets" / "grades.csv"
-    workload = REPO / "datasets" / "grades-workload.json"
+    grades = REPO / "synth" / "datasets" / "grades.csv"
+    workload = REPO / "synth" / "datasets" / "grades-workload.json"
     out_path = tmp_path / "answers.csv"
-    result = answer(grades, REPO / "datasets" / "grades-schema.json", workload, out_path)
+    result = answer(grades, REPO / "synth" / "datasets" / "grades-schema.json", workload, out_path)
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(grades)
     queries = json.loads(workload.read_text())["queries"]
