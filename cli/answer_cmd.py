@@ -177,8 +177,10 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     with progress(f"reading {data}", quiet) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
-    run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
-                  passes=passes, count_share=share, updates=updates, alpha=alpha, monitor=monitor_file is not None)
+    with progress("pmw", quiet) as update:
+        run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
+                      passes=passes, count_share=share, updates=updates, alpha=alpha,
+                      monitor=monitor_file is not None, progress=update)
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")

@@ -118,6 +118,10 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     if sample_rows is None and public_rows is not None:
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
+    estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
+                         select_share, passes, updates, alpha)
+    if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
+        note(f"{mechanism}: {estimate.describe()}")
     from synth.data import read
 
     with progress(f"reading {data}", quiet) as update:
@@ -192,6 +196,36 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--max-net applies to --net exact")
 
 
+#: A run estimated to take at least this long says so before it starts.
+ESTIMATE_AFTER_SECONDS = 10.0
+
+
+def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
+              updates, alpha):
+    """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
+    progress bar already counts candidates, and for a PMW plan that needs the noisy n."""
+    from synth.estimate import mwem_estimate, pmw_estimate
+
+    if mechanism == "mwem":
+        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, DEFAULT_ROUNDS
+
+        candidates = len(queries.subsets) if measure == "marginal" else len(queries)
+        rounds = min(rounds or DEFAULT_ROUNDS, candidates)
+        selecting = select_share is not None or rounds < candidates
+        return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
+                             DEFAULT_FINAL_PASSES, selecting)
+    if mechanism == "pmw" and public_rows is not None:
+        from synth.pmw_plan import plan_pmw
+
+        try:
+            plan = plan_pmw(epsilon, delta, public_rows, schema.universe_size, len(queries) * (passes or 1), beta,
+                            updates=updates, alpha=alpha)
+        except ValueError:
+            return None  # the run itself will say why the plan fails
+        return pmw_estimate(schema.universe_size, plan.updates, passes or 1)
+    return None
+
+
 def _count_share(count_epsilon, epsilon) -> float:
     from synth.row_count import DEFAULT_COUNT_SHARE
 
@@ -243,7 +277,7 @@ def _fit_pmw(codes, schema, queries, epsilon, options, share, update):
 
     run = run_pmw(codes, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
                   rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
-                  alpha=options["alpha"])
+                  alpha=options["alpha"], progress=update)
     lines = list(run.notes)
     lines.append(f"pmw: {run.pmw.updates:,} updates of L={run.plan.updates:,}")
     if run.pmw.updates == 0:

@@ -144,6 +144,7 @@ def mwem(
     chosen: set = set()
     selections: dict[int, SelectedCells] = {}
     final_fit = average is None and final_passes > 0
+    work = _Work(rounds_run, passes if (select or average is not None) else 0, final_passes if final_fit else 0)
 
     for t in range(rounds_run):
         if select:
@@ -175,10 +176,16 @@ def mwem(
         if average is not None:
             average += weights / total
         if progress is not None:
-            progress(t + 1, (t + 1) / (rounds_run + final_fit))  # the final fit counts as one more step
+            progress(t + 1, work.after_round(t))
     fit_passes, target = 0, FIT_TOLERANCE * expected_noise(measured, eps_measure)
     if final_fit:
-        total, fit_passes, _ = _fit(weights, total, schema, workload, measured, n, final_passes, selections, target)
+        on_pass = None
+        if progress is not None:
+            def on_pass(done: int) -> None:
+                progress(rounds_run, work.during_fit(done))
+
+        total, fit_passes, _ = _fit(weights, total, schema, workload, measured, n, final_passes, selections, target,
+                                    on_pass)
         if progress is not None:
             progress(rounds_run + 1, 1.0)
     distribution = average / rounds_run if average is not None else weights / total
@@ -187,6 +194,22 @@ def mwem(
                   "fit_target_residual": target, "output": output,
                   "epsilon_select": eps_select, "epsilon_measure": eps_measure, "epsilon_count": count_epsilon}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters)
+
+
+class _Work:
+    """Progress as a share of the walks of the universe a run makes at most: round t fits t
+    measurements ``passes`` times; the final fit at most ``final_passes`` times all of them."""
+
+    def __init__(self, rounds: int, passes: int, final_passes: int):
+        self.rounds, self.passes = rounds, passes
+        self.fit = final_passes * rounds
+        self.total = passes * rounds * (rounds + 1) / 2 + rounds + self.fit
+
+    def after_round(self, t: int) -> float:
+        return (self.passes * (t + 1) * (t + 2) / 2 + t + 1) / self.total
+
+    def during_fit(self, passes_done: int) -> float:
+        return min(1.0, self.after_round(self.rounds - 1) + passes_done * self.rounds / self.total)
 
 
 class _Estimate:
@@ -212,7 +235,8 @@ def _multiplicative_weights(weights, total, schema, workload, measured, n, passe
     return total
 
 
-def _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual: float = 0.0):
+def _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual: float = 0.0,
+         on_pass=None):
     """``_multiplicative_weights``, also returning the passes run and the last pass's residual."""
     done = 0
     residual = math.inf
@@ -241,6 +265,8 @@ def _fit(weights, total, schema, workload, measured, n, passes, selections, stop
             total = 1.0
         if largest_change < 1e-9 or residual <= stop_residual:
             break
+        if on_pass is not None and done % 10 == 0:
+            on_pass(done)
     return total, done, residual
 
 

@@ -228,6 +228,7 @@ def run_pmw(
     alpha: float | None = None,
     monitor: bool = False,
     prior: np.ndarray | None = None,
+    progress=None,
 ) -> PMWRun:
     """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
 
@@ -250,10 +251,14 @@ def run_pmw(
     pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=kl)
     answers = np.zeros(len(workload))
     rounds = [""] * len(workload)
-    for _ in range(passes):
+    total, every = len(workload) * passes, max(1, len(workload) * passes // 100)
+    for p in range(passes):
         for i, query in enumerate(workload):
             result = pmw.answer(query, query_id=i, label=workload.describe(i))
             answers[i] = result.value
             rounds[i] = result.round
+            done = p * len(workload) + i + 1
+            if progress is not None and (done % every == 0 or done == total):
+                progress(done, done / total)
     final = plan.rows * workload.answer(pmw.model_table)
     return PMWRun(answers, rounds, final, plan, pmw, accountant, kl, notes)
