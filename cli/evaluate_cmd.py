@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
+    bad_rows_option,
     columns_option,
     load_schema,
     note,
@@ -30,13 +31,14 @@ from ._common import (
               help="Evaluate an answers CSV from synth answer (columns query_id and answer).")
 @click.option("--monitor", "monitor_file", type=click.Path(exists=True, dir_okay=False),
               help="Add plots of PMW's KL monitor CSV (synth answer --monitor).")
+@bad_rows_option
 @columns_option
 @quiet_option
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), callback=output_folder_exists,
               help="Report folder to create (an empty folder or a previous report is replaced; "
                    "anything else is refused).")
-def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
-             quiet, output) -> None:
+def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, bad_rows,
+             columns, quiet, output) -> None:
     """Compare a release with the exact answers on DATA.csv and write a report folder.
 
     The release is one of: a model (--model), a synthetic table (--synthetic) or an answers
@@ -75,13 +77,13 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
         raise click.UsageError("choose one release to evaluate: --model, --synthetic or --answers")
     try:
         _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
-                  quiet, output)
+                  quiet, output, bad_rows)
     except SynthError as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
-              quiet, output) -> None:
+              quiet, output, bad_rows) -> None:
     from synth.data import scan
     from synth.evaluate import add_model_record, evaluate, read_answers, read_synthetic, released_from_model
     from synth.report import check_report_folder, read_monitor, write_report
@@ -122,9 +124,11 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
             warn(f"{monitor_file} is from a run with L={monitor.updates_allowed:,} but {model_file} has "
                  f"L={int(planned):,}: are they from the same run?")
     with progress(f"reading {data}", quiet) as update:
-        truth = scan(data, full, queries.subsets, columns=columns, progress=update)
+        truth = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
     for name, count in truth.clipped.items():
         note(f"column {name!r}: {count:,} rows of {data} outside the bin edges were clipped into the edge bins")
+    if truth.dropped:
+        note(f"{truth.dropped:,} rows of {data} outside the schema were left out (--bad-rows drop) [NON-PRIVATE]")
     evaluation = evaluate(truth.tables, queries, released, n=truth.n_rows)
     context = {"data": data, "schema": schema_file, "workload": workload_file}
     if monitor_file:
