@@ -44,7 +44,7 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--delta", type=DELTA, default=0.0, show_default=True, help="Privacy budget delta.")
 @click.option("--beta", type=BETA, default=0.05, show_default=True,
               help="Failure probability of the predicted accuracy.")
-@click.option("--rows", type=click.IntRange(1), help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought).")
+@click.option("--rows", type=click.IntRange(1, 2**63 - 1), help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
 @click.option("--updates", type=click.IntRange(1), help="Fix PMW's update bound L instead of planning it.")

@@ -38,14 +38,14 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--epsilon", type=EPSILON, required=True, help="Privacy budget epsilon for the whole run.")
 @click.option("--delta", type=DELTA, default=0.0, show_default=True,
               help="Privacy budget delta (pmw only; mwem and blr are pure epsilon-DP).")
-@click.option("--rows", type=click.IntRange(1),
+@click.option("--rows", type=click.IntRange(1, 2**63 - 1),
               help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
 @click.option("--rounds", type=click.IntRange(1), help="mwem: rounds T (default 50, at most one per marginal or query).")
 @click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
               help="mwem: measure a whole marginal per round, or one query.")
-@click.option("--select-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--select-share", type=CheckedFloat("check_probability", "select-share"), default=None,
               help="mwem: share of each round's epsilon spent on selection (the rest measures). Default 0.1, "
                    "or none when the rounds measure every candidate anyway.")
 @click.option("--passes", type=click.IntRange(1),
@@ -63,7 +63,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="Target accuracy alpha (fraction of n): blr sets m = ceil(ln|C| / alpha^2); pmw plans for it.")
 @click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
 @click.option("--beta", type=BETA, default=0.05, show_default=True, help="Failure probability of the stated bounds.")
-@click.option("--sample-rows", type=click.IntRange(0),
+@click.option("--sample-rows", type=click.IntRange(0, 2**63 - 1),
               help="Rows in the synthetic table (default: n, the public or noisy row count; a table of more "
                    "than 1 GB from the default is refused: pass --sample-rows to confirm).")
 @click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,

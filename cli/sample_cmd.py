@@ -11,7 +11,7 @@ from ._outputs import check_outputs, force_option
 @click.command()
 @click.option("--model", "model_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="A released model (from synth generate or synth answer --model ...).")
-@click.option("--rows", type=click.IntRange(0), help="Rows to write (default: the n the model scales to).")
+@click.option("--rows", type=click.IntRange(0, 2**63 - 1), help="Rows to write (default: the n the model scales to).")
 @click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,
               help="Controlled rounding (largest remainder, lower error) or multinomial sampling.")
 @click.option("--numeric", type=click.Choice(["uniform", "midpoint"]), default="uniform", show_default=True,

@@ -87,7 +87,7 @@ def _umask() -> int:
 def read_json(path: str | os.PathLike, error: type[SynthError] = SynthError) -> Any:
     """Parse a JSON file; a missing, empty or malformed file raises ``error`` naming it."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (some Windows editors write one) is not content
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -100,6 +100,8 @@ def read_json(path: str | os.PathLike, error: type[SynthError] = SynthError) -> 
         raise error(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except _DuplicateKey as exc:
         raise error(f"{path}: key {exc.args[0]!r} appears twice in one JSON object") from None
+    except RecursionError:
+        raise error(f"{path}: JSON nested too deeply (lists or objects inside each other thousands of times)") from None
 
 
 class _DuplicateKey(Exception):

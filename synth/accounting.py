@@ -231,7 +231,7 @@ class Accountant:
         if slack <= 0:
             return False
         if not sums.has_zcdp and sums.count > 1:
-            bound = math.sqrt(2 * math.log(1 / slack) * sums.squares) + sums.drift
+            bound = math.sqrt(2 * -math.log(slack) * sums.squares) + sums.drift
             if bound * (1 + _MARGIN) <= budget.epsilon:
                 return True
         target = budget.epsilon - sums.approx_epsilon

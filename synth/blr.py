@@ -44,7 +44,7 @@ from .rng import kernel_state, make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
-from .validation import check_budget_epsilon, check_positive_int, check_probability, normalized_prior
+from .validation import check_budget_epsilon, check_positive_int, check_probability, check_real, normalized_prior
 from .workload import Workload
 
 __all__ = [
@@ -72,6 +72,7 @@ _MAX_INDICATOR = 5 * 10**7
 #: Largest (column subsets x universe) table of each cell's index in each subset's marginal.
 _MAX_LOOKUP = 1 << 24
 _STEPS_PER_CALL = 1 << 22  # exact-net candidates per kernel call, between progress reports
+_MAX_COUNT = 2**63 - 1  # the most candidates K or rows m NumPy can count (int64)
 
 
 class NetTooLarge(SynthError):
@@ -89,12 +90,19 @@ def net_alpha(m: int, queries: int) -> float:
 
 
 def net_size_for_alpha(alpha: float, queries: int) -> int:
-    """m = ceil(ln|C| / alpha^2), the net size the lecture notes give for accuracy alpha."""
-    return max(1, math.ceil(math.log(max(queries, 2)) / alpha**2))
+    """m = ceil(ln|C| / alpha^2), the net size the lecture notes give for accuracy alpha.
+
+    ``NetTooLarge`` when that m is beyond 64-bit integers (a tiny alpha).
+    """
+    m = math.log(max(queries, 2)) / alpha / alpha  # not / alpha**2, which underflows to 0 for a tiny alpha
+    if not m <= _MAX_COUNT:
+        raise NetTooLarge(f"alpha ({alpha:g}) asks for m = ln|C| / alpha^2 = {m:.3g} rows per database, more than "
+                          "2^63 - 1: ask for a larger alpha, or set the net size (--net-size)")
+    return max(1, math.ceil(m))
 
 
 def _exact_bound(m: int, universe: int, queries: int, epsilon: float, rows: int, beta: float) -> float:
-    return net_alpha(m, queries) + 2 * (log_net_size(universe, m) + math.log(1 / beta)) / (epsilon * rows)
+    return net_alpha(m, queries) + 2 * (log_net_size(universe, m) - math.log(beta)) / (epsilon * rows)
 
 
 def choose_net_size(universe: int, queries: int, epsilon: float, rows: int, beta: float = 0.05,
@@ -133,7 +141,7 @@ def sampled_net_size(queries: int, rows: int, beta: float = 0.05,
     """
     queries, rows = check_positive_int(queries, "queries"), check_positive_int(rows, "rows")
     beta, alpha = check_probability(beta, "beta"), check_probability(alpha, "alpha")
-    return max(1, min(math.ceil(math.log(2 * queries / beta) / (2 * alpha**2)), rows))
+    return max(1, min(math.ceil((math.log(2 * queries) - math.log(beta)) / (2 * alpha**2)), rows))
 
 
 def _fits(universe: int, m: int, max_net: float) -> bool:
@@ -290,6 +298,8 @@ def blr(
     if len(workload) == 0:
         raise ValueError("the workload has no queries: the net mechanism needs something to score")
     candidates = check_positive_int(candidates, "candidates")
+    if candidates > _MAX_COUNT:
+        raise NetTooLarge(f"candidates K ({candidates:,}) is more than 2^63 - 1: ask for fewer (--candidates)")
     if rows is not None:
         rows = check_positive_int(rows, "rows")
     if prior is not None and net == "exact":
@@ -305,8 +315,13 @@ def blr(
     n_queries = len(workload)
     if net_size is not None:
         m = check_positive_int(net_size, "net_size")
+        if m > _MAX_COUNT:
+            raise NetTooLarge(f"net size m ({m:,}) is more than 2^63 - 1 rows: ask for fewer (--net-size)")
     elif alpha is not None:
-        m = net_size_for_alpha(check_probability(alpha, "alpha"), n_queries)
+        alpha = check_real(alpha, "alpha")
+        if not 0 < alpha < 1:
+            raise SynthError(f"alpha ({alpha:g}) must be in (0, 1): the target accuracy is a fraction of n")
+        m = net_size_for_alpha(alpha, n_queries)
     elif net == "exact":
         m = choose_net_size(universe, n_queries, eps_select, count.rows, beta, max_net)
     else:
@@ -321,7 +336,7 @@ def blr(
         chosen = _sample_net(query_counts, true_counts, count.rows, m, candidates, eps_select, prior, candidate_rng,
                              generator, accountant, progress)
         scored, log_range = candidates, math.log(candidates)
-    selection_loss = 2 * (log_range + math.log(1 / beta)) / (eps_select * count.rows)
+    selection_loss = 2 * (log_range - math.log(beta)) / (eps_select * count.rows)
     parameters = {
         "net": net, "net_size": m, "candidates": int(scored), "epsilon_select": eps_select,
         "epsilon_count": count.epsilon, "beta": beta,
@@ -329,7 +344,7 @@ def blr(
         "net_alpha": net_alpha(m, n_queries), "selection_loss": selection_loss,
     }
     if net == "sampled":
-        parameters["sampling_alpha"] = math.sqrt(math.log(2 * n_queries / beta) / (2 * m))
+        parameters["sampling_alpha"] = math.sqrt((math.log(2 * n_queries) - math.log(beta)) / (2 * m))
     parameters["warnings"] = _warnings(net, m, parameters, count.rows)
     return BLRResult(np.sort(chosen), schema, float(count.rows), count.public, accountant, parameters)
 

@@ -24,12 +24,12 @@ def advanced_epsilon(epsilons: Sequence[float], delta_prime: float) -> float:
         raise ValueError(f"delta_prime ({delta_prime!r}) must be in (0, 1)")
     squares = math.fsum(e * e for e in epsilons)
     drift = math.fsum(e * math.expm1(e) for e in epsilons)
-    return math.sqrt(2 * math.log(1 / delta_prime) * squares) + drift
+    return math.sqrt(2 * -math.log(delta_prime) * squares) + drift
 
 
 def zcdp_epsilon_standard(rho: float, delta: float) -> float:
     """epsilon = rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Proposition 1.3)."""
-    return rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    return rho + 2 * math.sqrt(rho * -math.log(delta))
 
 
 def _log_delta(alpha: float, rho: float, epsilon: float) -> float:

@@ -193,7 +193,8 @@ def _encode_labels(series: pd.Series, column: Categorical, problems: _Problems) 
             mapping[k] = column.code_of(label)
         except ValueError:
             pass
-    codes = np.where(missing, 0, mapping[raw])
+    codes = np.zeros(len(raw), dtype=np.int64)
+    codes[~missing] = mapping[raw[~missing]]  # not mapping[raw]: no categories at all when every cell is missing
     unknown = codes < 0
     problems.add(unknown, lambda i: f"unknown category {_shown(cat.iloc[i])}; allowed: "
                                     f"{_list_preview(column.values)}")
@@ -337,31 +338,32 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
     a blank line is a row of missing values rather than skipped, so data row N is always line
     N + 1 of the file.
     """
-    reader = pd.read_csv(
-        handle,
-        dtype=dtype,
-        na_values=[""],
-        keep_default_na=False,
-        index_col=False,
-        skip_blank_lines=False,
-        chunksize=chunk_rows,
-        encoding="utf-8",
-        engine="c",
-        on_bad_lines="warn" if skip_long_lines else "error",
-    )
+    reader = None
     rows = 0
     while True:
         with warnings.catch_warnings(record=skip_long_lines) as caught:
             warnings.simplefilter("always" if skip_long_lines else "error", pd.errors.ParserWarning)
             try:
+                if reader is None:  # pandas already tokenizes the first lines here: same errors as below
+                    reader = pd.read_csv(
+                        handle,
+                        dtype=dtype,
+                        na_values=[""],
+                        keep_default_na=False,
+                        index_col=False,
+                        skip_blank_lines=False,
+                        chunksize=chunk_rows,
+                        encoding="utf-8",
+                        engine="c",
+                        on_bad_lines="warn" if skip_long_lines else "error",
+                    )
                 frame = next(reader)
             except StopIteration:
                 return
             except pd.errors.ParserWarning:
                 raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header") from None
             except pd.errors.ParserError as exc:
-                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)} (--bad-rows drop skips such lines)"
-                                ) from None
+                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)}") from None
             except UnicodeDecodeError:
                 raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
         if skip_long_lines:
@@ -375,12 +377,17 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
 
 
 def _parser_message(exc: Exception) -> str:
-    """pandas' tokenizer message in data rows: 'Expected 3 fields in line 4, saw 4'."""
+    """pandas' tokenizer message in data rows ('Expected 3 fields in line 4, saw 4'), with the fix."""
     text = str(exc).strip()
     found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
     if found:
         expected, line, saw = (int(g) for g in found.groups())
-        return f"data row {line - 1} (line {line}) has {saw} fields, the header has {expected}"
+        return (f"data row {line - 1} (line {line}) has {saw} fields, the header has {expected} "
+                "(--bad-rows drop skips such lines)")
+    found = re.search(r"EOF inside string starting at row (\d+)", text)
+    if found:
+        return (f"data row {found.group(1)}: a quoted field opens with '\"' but is never closed; close it, or "
+                "write a '\"' inside a quoted field as '\"\"'")
     return text.removeprefix("Error tokenizing data. C error: ")
 
 

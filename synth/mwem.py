@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .accounting import Accountant, split_epsilon, subtract_epsilon
+from .errors import SynthError
 from .mechanisms import discrete_laplace, exponential
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
@@ -133,6 +134,11 @@ def mwem(
     per_round = split_epsilon(subtract_epsilon(epsilon, count_epsilon), rounds_run)
     eps_select = per_round * select_share
     eps_measure = subtract_epsilon(per_round, eps_select)
+    if (select and not eps_select > 0) or not eps_measure >= 2.0**-40:  # 2^-40: what discrete Laplace resolves
+        raise SynthError(f"each round's epsilon ({per_round:.3g}) split by select_share={select_share!r} leaves "
+                         f"{eps_select:.3g} to select and {eps_measure:.3g} to measure: selecting needs more than 0 and "
+                         "measuring at least 2^-40; choose a share further from 0 and 1 (--select-share), fewer rounds "
+                         "(--rounds) or more epsilon")
 
     weights = np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None else normalized_prior(prior, schema.universe_size)
     total = float(weights.sum())

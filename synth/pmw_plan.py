@@ -35,6 +35,9 @@ __all__ = ["PMWPlan", "PlanError", "plan_pmw", "laplace_tail"]
 
 _SPLITS = tuple(i / 40 for i in range(1, 40))
 _SHARES = tuple(i / 16 for i in range(1, 8))  # a: the threshold noise's part of T/2
+#: The most updates L a plan holds: checking that all L epochs fit the budget takes time in L
+#: (about a minute for 10^6), and a larger L would only stall the run before it starts.
+MAX_UPDATES = 10**6
 
 
 class PlanError(SynthError):
@@ -143,7 +146,7 @@ def _per_epoch(epsilon: float, delta: float, updates: int, split: float, epsilon
             parts = [split * e0, (1 - split) * e0]
             squares = epsilon_count**2 + updates * sum(x * x for x in parts)
             drift = epsilon_count * math.expm1(epsilon_count) + updates * sum(x * math.expm1(x) for x in parts)
-            return math.sqrt(2 * math.log(1 / delta) * squares) + drift
+            return math.sqrt(2 * -math.log(delta) * squares) + drift
 
         low, high = 0.0, epsilon
         for _ in range(60):
@@ -188,8 +191,13 @@ def plan_pmw(
     if universe_size < 2:
         raise ValueError("universe_size must be >= 2 for PMW to learn anything")
     queries = check_positive_int(queries, "queries")
+    if queries > 2**63 - 1:
+        raise PlanError(f"queries k ({queries:,}: the workload's queries times the passes) is more than 2^63 - 1: "
+                        "ask for fewer passes (--passes)")
     if updates is not None:
         updates = check_positive_int(updates, "updates")
+        if updates > MAX_UPDATES:
+            raise PlanError(f"updates L ({updates:,}) must be at most {MAX_UPDATES:,}: ask for fewer (--updates)")
     if not 0 <= epsilon_count < epsilon:
         raise PlanError(f"the row-count epsilon ({epsilon_count!r}) must be in [0, epsilon={epsilon:g})")
     rho_max = zcdp_rho_limit(epsilon, delta) if delta > 0 else None
@@ -209,7 +217,12 @@ def plan_pmw(
     if alpha is not None:
         threshold = 2 * check_real(alpha, "alpha") / 3
         if not 0 < threshold < 1:
-            raise ValueError(f"alpha ({alpha!r}) must be in (0, 1.5)")
+            raise PlanError(f"alpha ({alpha!r}) must be in (0, 1.5): the target accuracy is a fraction of n")
+        needed = 16 * math.log(universe_size) / threshold / threshold  # L for this T (not / T**2: it underflows)
+        if updates is None and needed > MAX_UPDATES:
+            raise PlanError(f"alpha ({alpha!r}) needs L = 16 ln|U| / T^2 = {needed:.3g} updates (T = 2 alpha / 3), "
+                            f"more than the {MAX_UPDATES:,} a plan can hold: ask for a larger alpha, or fix L "
+                            "(--updates)")
     else:
         if evaluate(1.0)[0] > beta:
             raise PlanError(

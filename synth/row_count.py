@@ -12,12 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .accounting import Accountant
+from .errors import SynthError
 from .mechanisms import discrete_laplace
 
 __all__ = ["RowCount", "row_count", "DEFAULT_COUNT_SHARE"]
 
 #: Share of epsilon spent on a noisy row count when n is not public.
 DEFAULT_COUNT_SHARE = 0.05
+#: The least epsilon the noisy count can use: exact discrete Laplace noise resolves epsilon in steps of 2^-40.
+MIN_COUNT_EPSILON = 2.0**-40
 
 
 @dataclass(frozen=True)
@@ -45,5 +48,8 @@ def row_count(
     if public_rows is not None:
         return RowCount(int(public_rows), True, 0.0)
     epsilon = count_share * accountant.budget.epsilon
+    if not epsilon >= MIN_COUNT_EPSILON:
+        raise SynthError(f"the row count's epsilon ({epsilon:.3g}) is below 2^-40, the least its discrete Laplace "
+                         "noise can use: give it more (--count-epsilon), or give n if it is public (--rows)")
     noisy = discrete_laplace(int(true_rows), epsilon, 1, generator, accountant=accountant, note="noisy row count")
     return RowCount(max(1, int(noisy)), False, epsilon)

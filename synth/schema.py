@@ -46,6 +46,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
+def _float_sized(value: Any) -> bool:
+    """A number that converts to a float (a JSON integer can be far beyond 1e308)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _is_integer(value: Any) -> bool:
+    """An integer, or a float with an integer value (not a bool, not nan or inf)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return True
+    return isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer()
+
+
 def _runs(codes: np.ndarray) -> list[tuple[int, int]]:
     """Split sorted distinct codes into maximal runs of consecutive codes, as (first, last)."""
     runs: list[tuple[int, int]] = []
@@ -71,9 +87,9 @@ class Categorical:
         if not self.values:
             raise SchemaError(f"column {self.name!r}: a categorical column needs at least one value")
         for value in self.values:
-            if not (isinstance(value, str) or _is_number(value)):
+            if not (isinstance(value, str) or (_is_number(value) and _float_sized(value))):
                 raise SchemaError(
-                    f"column {self.name!r}: value {value!r} must be a string or a number"
+                    f"column {self.name!r}: value {value!r} must be a string or a number (within float range)"
                 )
         seen: set = set()
         for value in self.values:
@@ -163,7 +179,7 @@ class Numeric:
         if len(self.edges) < 2:
             raise SchemaError(f"column {self.name!r}: a numeric column needs at least two bin edges")
         for edge in self.edges:
-            if not _is_number(edge) or not math.isfinite(edge):
+            if not _is_number(edge) or not _float_sized(edge) or not math.isfinite(edge):
                 raise SchemaError(f"column {self.name!r}: bin edge {edge!r} must be a finite number")
         for a, b in zip(self.edges, self.edges[1:]):
             if not a < b:
@@ -206,6 +222,7 @@ class Numeric:
         if lo > hi:
             raise ValueError(f"range [{lo!r}, {hi!r}] has lo > hi")
         edges = self.edge_array
+        lo, hi = (v if _float_sized(v) else math.inf if v > 0 else -math.inf for v in (lo, hi))  # past 1e308
         inside = np.flatnonzero((edges[:-1] >= lo) & (edges[1:] <= hi))
         if inside.size == 0:
             raise ValueError(
@@ -253,7 +270,7 @@ class Coded:
         object.__setattr__(self, "size", int(self.size))
 
     def code_of(self, value: Any) -> int:
-        if not _is_number(value) or float(value) != int(value):
+        if not _is_integer(value):
             raise ValueError(f"value {value!r} is not an integer code")
         if not 0 <= value < self.size:
             raise ValueError(f"value {value!r} is outside the domain 0..{self.size - 1}")
@@ -261,7 +278,7 @@ class Coded:
 
     def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
         for v in (lo, hi):
-            if not _is_number(v) or float(v) != int(v):
+            if not _is_integer(v):
                 raise ValueError(f"range bound {v!r} is not an integer code")
         if lo > hi:
             raise ValueError(f"range [{lo!r}, {hi!r}] has lo > hi")
@@ -324,9 +341,10 @@ class Schema:
             positions[column.name] = i
         object.__setattr__(self, "_positions", positions)
         if self.rows is not None and (
-            not isinstance(self.rows, (int, np.integer)) or isinstance(self.rows, bool) or self.rows < 0
+            not isinstance(self.rows, (int, np.integer)) or isinstance(self.rows, bool)
+            or not 0 <= self.rows <= _INT64_MAX
         ):
-            raise SchemaError(f"rows ({self.rows!r}) must be a non-negative integer or absent")
+            raise SchemaError(f"rows ({self.rows!r}) must be a non-negative integer (at most 2^63 - 1) or absent")
         if not isinstance(self.inferred, bool):
             raise SchemaError(f"inferred ({self.inferred!r}) must be true or false")
 
@@ -428,7 +446,9 @@ class Schema:
         if all(_is_number(v) for v in obj.values()):
             columns = []
             for name, size in obj.items():
-                if not isinstance(size, int):
+                if not name:
+                    raise SchemaError(f"{source}: column name {name!r} must be a non-empty string")
+                if not isinstance(size, int) or size < 1:
                     raise SchemaError(f"{source}: column {name!r}: size {size!r} must be an integer >= 1")
                 columns.append(Coded(name, size))
             return cls(tuple(columns))
@@ -462,7 +482,7 @@ class Schema:
 def _label_key(value: Any) -> Any:
     """Dict key for a label: numbers compare by value (1 == 1.0), strings as themselves."""
     if _is_number(value):
-        return ("n", float(value))
+        return ("n", float(value) if _float_sized(value) else value)  # an int past 1e308 equals no float label
     return ("s", value)
 
 
@@ -492,7 +512,7 @@ def _column_from_dict(entry: Any, position: int, source: object) -> Column:
     if isinstance(name, str) and name:
         where = f"{source}: column {name!r}"
     kind = entry.get("type")
-    if kind not in _KINDS:
+    if not isinstance(kind, str) or kind not in _KINDS:  # a list or an object is not even hashable
         raise SchemaError(f"{where}: type {kind!r} must be one of: {', '.join(_KINDS)}")
     field_name = {"categorical": "values", "numeric": "edges", "coded": "size"}[kind]
     _check_keys(entry, {"name", "type", field_name}, where, "column")

@@ -168,14 +168,21 @@ def test_the_header_must_be_a_utf8_json_object_without_repeated_fields(tmp_path)
     refused(tmp_path / "f.npz", "damaged model file: the header is not stored as bytes")
 
 
-def test_a_malformed_schema_is_a_synth_error_naming_the_file(tmp_path):
-    schemas = [{"columns": [{"name": "colour", "type": ["coded"], "size": 2}]},  # TypeError inside from_dict
+def test_a_malformed_schema_is_a_synth_error_naming_the_file(tmp_path, monkeypatch):
+    schemas = [{"columns": [{"name": "colour", "type": ["coded"], "size": 2}]},
                {"columns": []}, {"colour": "two"}]
     for i, schema in enumerate(schemas):
         header = good_header()
         header["schema"] = schema
         with pytest.raises(SynthError, match="^" + re.escape(f"{tmp_path / f'm{i}.npz'}: ")):
             Model.load(write_npz(tmp_path / f"m{i}.npz", header, P))
+    with pytest.raises(SynthError, match=r"type \['coded'\] must be one of"):
+        Model.load(tmp_path / "m0.npz")
+
+    def unexpected(*args, **kwargs):  # any other failure inside Schema.from_dict still names the file
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setattr(Schema, "from_dict", unexpected)
     with pytest.raises(ModelError, match=r"header field 'schema' is malformed \(TypeError"):
         Model.load(tmp_path / "m0.npz")
 
