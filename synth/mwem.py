@@ -27,38 +27,29 @@ goes through the accountant. n is public (``rows``) or a noisy count bought with
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .errors import SynthError
+from .fit import FIT_TOLERANCE, expected_noise, mw_fit
 from .mechanisms import discrete_laplace, exponential
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
-from .tables import (
-    DEFAULT_MAX_CELLS,
-    SelectedCells,
-    _check_cells,
-    marginal,
-    marginal_from_dense,
-    marginals_from_dense,
-    multiply_by_marginal,
-)
+from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal, marginals_from_dense
 from .validation import check_budget_epsilon, check_positive_int, check_probability, normalized_prior
 from .workload import Workload
 
-__all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE"]
+__all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
+           "FIT_TOLERANCE", "expected_noise"]
 
 DEFAULT_ROUNDS = 50
 DEFAULT_PASSES = 10  # per round when selecting: fewer leave the estimate near uniform, and selection repeats itself
 DEFAULT_FINAL_PASSES = 1000
 #: Share of a round's epsilon for selection when selection is needed (AIM's choice, about 0.1).
 DEFAULT_SELECT_SHARE = 0.1
-#: The final fit stops once the residual falls to this fraction of the expected noise.
-FIT_TOLERANCE = 0.97
 
 
 @dataclass
@@ -81,9 +72,6 @@ class MWEMResult:
                      round_log=log, seeded=seeded)
 
 
-#: Largest |exponent| of one multiplicative step. Reached only when the noise dwarfs n (a tiny
-#: epsilon): a step of e^30 already moves all mass, and a larger one would overflow.
-MAX_EXPONENT = 30.0
 
 def mwem(
     codes: np.ndarray,
@@ -148,7 +136,7 @@ def mwem(
     log: list[dict] = []
     average = np.zeros_like(weights) if output == "average" else None
     chosen: set = set()
-    selections: dict[int, SelectedCells] = {}
+    selections: dict = {}  # the cells of measured queries, kept between fits
     final_fit = average is None and final_passes > 0
     work = _Work(rounds_run, passes if (select or average is not None) else 0, final_passes if final_fit else 0)
 
@@ -178,7 +166,7 @@ def mwem(
             measured.append(("query", key, float(noisy)))
             log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key), "noisy": int(noisy)})
         if select or average is not None:  # the estimate is needed now: by the next selection or the average
-            total = _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections)
+            total, _, _ = mw_fit(weights, total, schema, workload, measured, n, passes, selections)
         if average is not None:
             average += weights / total
         if progress is not None:
@@ -190,8 +178,8 @@ def mwem(
             def on_pass(done: int) -> None:
                 progress(rounds_run, work.during_fit(done))
 
-        total, fit_passes, _ = _fit(weights, total, schema, workload, measured, n, final_passes, selections, target,
-                                    on_pass)
+        total, fit_passes, _ = mw_fit(weights, total, schema, workload, measured, n, final_passes, selections,
+                                      target, on_pass)
         if progress is not None:
             progress(rounds_run + 1, 1.0)
     distribution = average / rounds_run if average is not None else weights / total
@@ -228,66 +216,3 @@ class _Estimate:
 
     def table(self, subset):
         return self._tables[subset]
-
-
-def _multiplicative_weights(weights, total, schema, workload, measured, n, passes, selections,
-                            stop_residual: float = 0.0) -> float:
-    """Passes of MW over every measurement; returns the new total of ``weights`` (updated in place).
-
-    Stops early once a pass changes nothing, or once the measurements' total absolute residual
-    falls to ``stop_residual`` (fitting closer than the noise would fit the noise).
-    """
-    total, _, _ = _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual)
-    return total
-
-
-def _fit(weights, total, schema, workload, measured, n, passes, selections, stop_residual: float = 0.0,
-         on_pass=None):
-    """``_multiplicative_weights``, also returning the passes run and the last pass's residual."""
-    done = 0
-    residual = math.inf
-    for _ in range(passes):
-        done += 1
-        largest_change = residual = 0.0
-        for kind, key, noisy in measured:
-            if kind == "marginal":
-                estimate = marginal_from_dense(weights, schema, key) * (n / total)
-                exponent = np.clip((noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
-                largest_change = max(largest_change, float(np.abs(exponent).max()))
-                residual += float(np.abs(exponent).sum()) * 2 * n
-                total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
-            else:
-                query = workload[key]
-                estimate = n * workload_value(weights, schema, query) / total
-                exponent = min(max((noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
-                largest_change = max(largest_change, abs(exponent))
-                residual += abs(exponent) * 2 * n
-                selection = selections.setdefault(key, SelectedCells(schema, query))
-                factor = math.exp(exponent)
-                before = selection.scale(weights, factor)
-                total += (factor - 1.0) * before
-        if not 1e-100 < total < 1e100:
-            weights /= total
-            total = 1.0
-        if largest_change < 1e-9 or residual <= stop_residual:
-            break
-        if on_pass is not None and done % 10 == 0:
-            on_pass(done)
-    return total, done, residual
-
-
-def expected_noise(measured, epsilon: float) -> float:
-    """E[sum of |noise|] over every measured value: discrete Laplace of scale 1/epsilon has
-    E|X| = 2r / (1 - r^2) with r = exp(-epsilon)."""
-    r = math.exp(-epsilon)
-    values = sum(np.size(noisy) for _, _, noisy in measured)
-    return values * 2 * r / (1 - r * r)
-
-
-def workload_value(weights: np.ndarray, schema: Schema, query) -> float:
-    """A query's (unnormalized) mass under ``weights``, from its marginal."""
-    table = marginal_from_dense(weights, schema, query.columns)
-    if not query.columns:
-        return float(table)
-    return float(table[np.ix_(*query.allowed)].sum())
-
