@@ -269,3 +269,16 @@ def warn_if_inferred(schema, schema_file) -> None:
     if getattr(schema, "inferred", False):
         warn(f"{schema_file} was inferred from the data (synth schema infer): its categories and bin edges are NOT "
              "private and go into the release as they are; review them or replace them with public knowledge")
+
+
+variant_option = click.option(
+    "--variant", type=click.Choice(["practical", "theory"]), default="theory", show_default=True,
+    help="pmw: practical (tests and measures whole marginals, refits every measurement; L = the workload's column "
+         "subsets) or theory (the textbook PMW with its worst-case plan).",
+)
+
+test_option = click.option(
+    "--test", "test_kind", type=click.Choice(["auto", "marginal", "query"]), default="auto", show_default=True,
+    help="pmw --variant practical: test (and measure) a query's whole marginal table, or the query alone; auto "
+         "takes the marginal up to 10,000 cells.",
+)

@@ -20,6 +20,8 @@ from ._common import (
     progress,
     quiet_option,
     seed_option,
+    test_option,
+    variant_option,
     warn,
     warn_if_inferred,
     write_output,
@@ -47,10 +49,13 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--rows", type=click.IntRange(1, 2**63 - 1), help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
-@click.option("--updates", type=click.IntRange(1), help="Fix PMW's update bound L instead of planning it.")
+@click.option("--updates", type=click.IntRange(1),
+              help="PMW's update bound L (practical default: the workload's column subsets; theory: planned).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
+@variant_option
+@test_option
 @click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
               callback=output_folder_exists, help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
 @click.option("--save-model", "model_file", type=click.Path(dir_okay=False, writable=True),
@@ -62,7 +67,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @force_option
 @output_option("Where to write the answers CSV")
 def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
-           alpha, passes, plan_only, monitor_file, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
+           alpha, passes, plan_only, variant, test_kind, monitor_file, model_file, bad_rows, seed, columns, quiet, force,
+           output) -> None:
     """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
@@ -101,8 +107,11 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
     else:
         if epsilon is None:
             raise click.UsageError("--mechanism pmw needs --epsilon")
+        if test_kind != "auto" and variant == "theory":
+            raise click.UsageError("--test applies to --variant practical")
         _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file)
+                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file,
+                         variant, test_kind)
 
 
 def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
@@ -158,7 +167,7 @@ def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> No
 
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                      alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
-                     schema_file) -> None:
+                     schema_file, variant="theory", test_kind="auto") -> None:
     from synth.pmw_plan import plan_pmw
     from synth.row_count import DEFAULT_COUNT_SHARE
 
@@ -166,8 +175,14 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     if plan_only:
         if public_rows is None:
             raise click.UsageError("--plan needs a public row count: pass --rows N or put rows in the schema")
-        plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * passes, beta,
-                        updates=updates, alpha=alpha)
+        if variant == "practical":
+            from synth.pmw_practical import plan_practical
+
+            plan = plan_practical(epsilon, delta, public_rows, selected.universe_size,
+                                  updates or len(queries.subsets), beta=beta, alpha=alpha, test=test_kind)
+        else:
+            plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * passes, beta,
+                            updates=updates, alpha=alpha)
         click.echo(plan.describe())
         return
     from synth.data import read
@@ -180,7 +195,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     with progress("pmw", quiet) as update:
         run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
                       passes=passes, count_share=share, updates=updates, alpha=alpha,
-                      monitor=monitor_file is not None, progress=update)
+                      monitor=monitor_file is not None, progress=update, variant=variant, test=test_kind)
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")
@@ -204,15 +219,19 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
         note(line)
     spent = run.accountant.spent()
     plan = run.plan
-    note(f"PMW: {run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+    note(f"PMW ({variant}): {run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in run.pmw.rounds.items()))
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
          f"of epsilon={epsilon:g}, delta={delta:g}")
-    note(f"predicted accuracy: alpha={plan.alpha:.5f} of n (~{plan.alpha * plan.rows:,.0f} rows) for answers "
-         f"before the halt, with probability >= {1 - plan.failure_bound:.3f}")
+    if variant == "theory":
+        note(f"predicted accuracy: alpha={plan.alpha:.5f} of n (~{plan.alpha * plan.rows:,.0f} rows) for answers "
+             f"before the halt, with probability >= {1 - plan.failure_bound:.3f}")
+    else:
+        note(f"threshold T={plan.threshold_count:,.0f} rows; final_answer comes from the release (every measurement "
+             "refit from the start), answer from the estimate when the query came")
     if run.pmw.updates == 0:
-        warn("PMW made no update: every answer is the starting distribution's (see the plan's NOTE; "
-             "--plan shows it without reading the data)")
+        warn("PMW made no update: every answer is the starting distribution's"
+             + (" (see the plan's NOTE; --plan shows it without reading the data)" if variant == "theory" else ""))
     if run.pmw.rounds[HALTED]:
         warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
     if model_file:

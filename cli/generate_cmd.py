@@ -19,6 +19,8 @@ from ._common import (
     quiet_option,
     schema_option,
     seed_option,
+    test_option,
+    variant_option,
     warn,
     warn_if_inferred,
 )
@@ -62,6 +64,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"),
               help="Target accuracy alpha (fraction of n): blr sets m = ceil(ln|C| / alpha^2); pmw plans for it.")
 @click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
+@variant_option
+@test_option
 @click.option("--beta", type=BETA, default=0.05, show_default=True, help="Failure probability of the stated bounds.")
 @click.option("--sample-rows", type=click.IntRange(0, 2**63 - 1),
               help="Rows in the synthetic table (default: n, the public or noisy row count; a table of more "
@@ -79,7 +83,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
 def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
-             select_share, passes, average, net, net_size, candidates, max_net, alpha, updates, beta, sample_rows,
+             select_share, passes, average, net, net_size, candidates, max_net, alpha, updates, variant, test_kind, beta,
+             sample_rows,
              rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA.csv and write a synthetic table.
 
@@ -103,7 +108,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
           --net sampled --candidates 100000 --epsilon 1 -o synthetic.csv
     """
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha)
+                   measure, passes, alpha, variant, test_kind)
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file},
                   {"-o": output, "--model": model_file}, force)
     from synth.sample import check_output_format
@@ -119,7 +124,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
     estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
-                         select_share, passes, updates, alpha)
+                         select_share, passes, updates, alpha, variant)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
     from synth.data import read
@@ -129,7 +134,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     options = {"delta": delta, "rows": public_rows, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
-               "seed": seed}
+               "seed": seed, "variant": variant, "test": test_kind}
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
         model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
@@ -176,17 +181,18 @@ def check_table_size(schema, rows: int, source: str, option: str = "--sample-row
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha) -> None:
+                   measure, passes, alpha, variant="theory", test_kind="auto") -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
         "--measure": measure != "marginal", "--net": net != "exact", "--net-size": net_size is not None,
         "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
         "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
+        "--variant": variant != "theory", "--test": test_kind != "auto",
     }
     owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes"},
               "blr": {"--net", "--net-size", "--candidates", "--max-net", "--alpha"},
-              "pmw": {"--updates", "--delta", "--passes", "--alpha"}}
+              "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test"}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
     if foreign:
         raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")
@@ -194,6 +200,8 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--candidates applies to --net sampled")
     if max_net is not None and net != "exact":
         raise click.UsageError("--max-net applies to --net exact")
+    if test_kind != "auto" and variant == "theory":
+        raise click.UsageError("--test applies to --variant practical")
 
 
 #: A run estimated to take at least this long says so before it starts.
@@ -201,10 +209,10 @@ ESTIMATE_AFTER_SECONDS = 10.0
 
 
 def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
-              updates, alpha):
+              updates, alpha, variant="theory"):
     """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
     progress bar already counts candidates, and for a PMW plan that needs the noisy n."""
-    from synth.estimate import mwem_estimate, pmw_estimate
+    from synth.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate
 
     if mechanism == "mwem":
         from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, DEFAULT_ROUNDS
@@ -214,6 +222,8 @@ def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rou
         selecting = select_share is not None or rounds < candidates
         return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
                              DEFAULT_FINAL_PASSES, selecting)
+    if mechanism == "pmw" and variant == "practical":
+        return practical_pmw_estimate(schema.universe_size, updates or len(queries.subsets))
     if mechanism == "pmw" and public_rows is not None:
         from synth.pmw_plan import plan_pmw
 
@@ -277,9 +287,9 @@ def _fit_pmw(codes, schema, queries, epsilon, options, share, update):
 
     run = run_pmw(codes, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
                   rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
-                  alpha=options["alpha"], progress=update)
+                  alpha=options["alpha"], progress=update, variant=options["variant"], test=options["test"])
     lines = list(run.notes)
-    lines.append(f"pmw: {run.pmw.updates:,} updates of L={run.plan.updates:,}")
+    lines.append(f"pmw ({options['variant']}): {run.pmw.updates:,} updates of L={run.plan.updates:,}")
     if run.pmw.updates == 0:
         warn("PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)")
     return run.pmw.to_model(seeded=options["seed"] is not None), run.accountant, lines

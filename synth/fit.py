@@ -9,13 +9,13 @@ noise). It reads only released noisy values, so it is post-processing: no privac
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .schema import Schema
 from .tables import SelectedCells, marginal_from_dense, multiply_by_marginal
-from .workload import Workload
+from .workload import Query
 
 __all__ = ["FIT_TOLERANCE", "MAX_EXPONENT", "expected_noise", "mw_fit", "workload_value"]
 
@@ -26,14 +26,14 @@ FIT_TOLERANCE = 0.97
 MAX_EXPONENT = 30.0
 
 
-def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Workload | None, measured: list[tuple],
-           n: float, passes: int, selections: dict, stop_residual: float = 0.0,
+def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence[Query] | None,
+           measured: list[tuple], n: float, passes: int, selections: dict, stop_residual: float = 0.0,
            on_pass: Callable[[int], None] | None = None) -> tuple[float, int, float]:
     """Passes of multiplicative weights over every measurement, ``weights`` updated in place.
 
     ``measured`` holds ``(kind, key, noisy)``: ``("marginal", subset, table)`` or
-    ``("query", index into workload, count)``; ``selections`` caches the cells of measured
-    queries between calls. Each pass moves, in turn for every measurement, the weights by
+    ``("query", index into workload, count)`` (``workload``: a ``Workload`` or a list of
+    queries); ``selections`` caches the cells of measured queries between calls. Each pass moves, in turn for every measurement, the weights by
     ``exp((noisy - estimate) / (2 n))`` on its cells. Stops after ``passes``, once a pass changes
     nothing, or once the total absolute residual falls to ``stop_residual`` (fitting closer than
     the noise would fit the noise). ``on_pass(done)`` is called every 10 passes.

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["KLMonitor", "MonitorRow", "NON_PRIVATE_HEADER", "PLAN_PREFIX"]
+__all__ = ["KLMonitor", "MonitorRow", "NON_PRIVATE_HEADER", "PLAN_PREFIX", "PracticalMonitor", "PracticalMonitorRow"]
 
 NON_PRIVATE_HEADER = (
     "# NON-PRIVATE diagnostic: computed from the true data, for the data owner only; never release it"
@@ -100,6 +100,64 @@ class KLMonitor:
         handle.write(f"{PLAN_PREFIX} {plan}\n")
         fields = list(MonitorRow.__dataclass_fields__)
         writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow(asdict(row))
+
+
+@dataclass(frozen=True)
+class PracticalMonitorRow:
+    """One update of practical PMW, against the potential Phi = KL(x/n || D)."""
+
+    update: int
+    updates_allowed: int
+    query_id: int
+    query: str
+    columns: str  # the tested subset, comma-separated
+    true_error: float  # the tested value (marginal L1 error, or the query's error) as a fraction of n
+    phi_before: float
+    phi_after: float
+    drop: float
+    pythagorean_bound: float  # KL(D_{t+1} || D_t): what an exact projection would lower Phi by at least
+    flag: str  # "potential rose" when the noise won this update
+
+
+class PracticalMonitor:
+    """Watches practical PMW against the true histogram ``counts``: Phi before and after each
+    update, the Pythagorean bound KL(D_{t+1} || D_t), the tested value's true error, and a flag
+    on every update where Phi rose (a noisy measurement's set need not contain x/n). Reads only
+    copies of the model's state: it cannot change what PMW releases."""
+
+    variant = "practical"
+
+    def __init__(self, counts: np.ndarray, threshold: float, updates_allowed: int):
+        self._phi = KLMonitor(counts, threshold, updates_allowed)
+        self.n = self._phi.n
+        self.threshold = threshold
+        self.updates_allowed = updates_allowed
+        self.rows: list[PracticalMonitorRow] = []
+
+    def record(self, before: np.ndarray, after: np.ndarray, *, query_id: int, query: str,
+               columns: tuple[str, ...], tested_error: float) -> PracticalMonitorRow:
+        """``before`` and ``after`` are D_t and D_{t+1} (normalized); ``tested_error`` in rows."""
+        phi_before, phi_after = self._phi.potential(before, 1.0), self._phi.potential(after, 1.0)
+        support = after > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = float(np.sum(after[support] * np.log(after[support] / before[support])))
+        flag = "potential rose" if phi_after > phi_before + _TOLERANCE else ""
+        row = PracticalMonitorRow(len(self.rows) + 1, self.updates_allowed, query_id, query, ",".join(columns),
+                                  tested_error / self.n, phi_before, phi_after, phi_before - phi_after, step, flag)
+        self.rows.append(row)
+        return row
+
+    def write_csv(self, handle) -> None:
+        """As ``KLMonitor.write_csv``: the NON-PRIVATE line, the plan line, then one row per update."""
+        handle.write(NON_PRIVATE_HEADER + "\n")
+        plan = (f"updates_allowed={int(self.updates_allowed)} threshold={float(self.threshold)!r} "
+                f"variant={self.variant}")
+        handle.write(f"{PLAN_PREFIX} {plan}\n")
+        writer = csv.DictWriter(handle, fieldnames=list(PracticalMonitorRow.__dataclass_fields__),
+                                lineterminator="\n")
         writer.writeheader()
         for row in self.rows:
             writer.writerow(asdict(row))

@@ -36,7 +36,7 @@ from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, ma
 from .validation import check_budget_epsilon, normalized_prior
 from .workload import Query, Workload
 
-__all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED"]
+__all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
 
 LAZY, UPDATE, HALTED = "lazy", "update", "halted"
 _RENORMALIZE_OUTSIDE = (1e-100, 1e100)
@@ -212,6 +212,9 @@ class PMWRun:
     notes: list[str] = field(default_factory=list)
 
 
+VARIANTS = ("practical", "theory")
+
+
 def run_pmw(
     codes: np.ndarray,
     schema: Schema,
@@ -229,13 +232,23 @@ def run_pmw(
     monitor: bool = False,
     prior: np.ndarray | None = None,
     progress=None,
+    variant: str = "theory",
+    test: str = "auto",
+    test_share: float | None = None,
 ) -> PMWRun:
     """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
 
+    ``variant="practical"`` (the default, ``synth.pmw_practical``) tests whole marginals,
+    measures whole marginals and refits every measurement; L defaults to the workload's number
+    of column subsets. ``"theory"`` is the textbook PMW of this module with its worst-case plan.
     n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
     is bought with ``count_share * epsilon`` and charged to the accountant.
     """
     epsilon = check_budget_epsilon(epsilon)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant ({variant!r}) must be one of: {', '.join(VARIANTS)}")
+    if variant == "theory" and (test != "auto" or test_share is not None):
+        raise ValueError("test and test_share apply to the practical variant only")
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
     notes: list[str] = []
@@ -243,12 +256,23 @@ def run_pmw(
     if not count.public:
         notes.append(count.describe())
     n, count_epsilon = count.rows, count.epsilon
-    plan = plan_pmw(epsilon, delta, n, schema.universe_size, len(workload) * passes, beta,
-                    rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
-    kl = None
-    if monitor:
-        kl = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
-    pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=kl)
+    if variant == "practical":
+        from .pmw_practical import DEFAULT_TEST_SHARE, PracticalPMW, plan_practical
+
+        plan = plan_practical(epsilon, delta, n, schema.universe_size, updates or len(workload.subsets), beta=beta,
+                              rows_public=count.public, epsilon_count=count_epsilon, alpha=alpha, test=test,
+                              test_share=DEFAULT_TEST_SHARE if test_share is None else test_share)
+        watcher = None
+        if monitor:
+            from .monitor import PracticalMonitor
+
+            watcher = PracticalMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
+        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+    else:
+        plan = plan_pmw(epsilon, delta, n, schema.universe_size, len(workload) * passes, beta,
+                        rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
+        watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
+        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
     answers = np.zeros(len(workload))
     rounds = [""] * len(workload)
     total, every = len(workload) * passes, max(1, len(workload) * passes // 100)
@@ -260,5 +284,9 @@ def run_pmw(
             done = p * len(workload) + i + 1
             if progress is not None and (done % every == 0 or done == total):
                 progress(done, done / total)
-    final = plan.rows * workload.answer(pmw.model_table)
-    return PMWRun(answers, rounds, final, plan, pmw, accountant, kl, notes)
+    if variant == "practical":
+        released = pmw.release()
+        final = plan.rows * workload.answer(lambda subset: marginal_from_dense(released, schema, subset))
+    else:
+        final = plan.rows * workload.answer(pmw.model_table)
+    return PMWRun(answers, rounds, final, plan, pmw, accountant, watcher, notes)

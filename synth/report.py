@@ -71,6 +71,9 @@ HEADER_TEXT = ("NON-PRIVATE: this report READS THE PRIVATE DATA. It compares the
 
 _MONITOR_COLUMNS = ("update", "updates_allowed", "query_id", "query", "true_error", "sign_correct",
                     "phi_before", "phi_after", "drop", "guaranteed_drop", "flag")
+#: The practical variant's monitor (synth.monitor.PracticalMonitor) has these instead.
+_PRACTICAL_COLUMNS = ("update", "updates_allowed", "query_id", "query", "columns", "true_error", "phi_before",
+                      "phi_after", "drop", "pythagorean_bound", "flag")
 _MOST_BARS = 40  # marginals shown in the bar chart (the worst ones)
 _WORST_QUERIES = 20  # rows of the worst-queries table in index.html
 
@@ -88,7 +91,9 @@ class MonitorLog:
 
     ``updates_allowed`` is the run's update bound L and ``planned_threshold`` its threshold T,
     both from the file's plan line (files without one: L from the rows, T from the guaranteed
-    drop; ``None`` when there is no row either).
+    drop; ``None`` when there is no row either). ``variant`` is "theory" (the textbook PMW:
+    ``guaranteed_drop`` per update) or "practical" (``pythagorean_bound`` per update, and
+    ``true_error`` is the tested marginal's L1 error).
     """
 
     update: np.ndarray
@@ -101,6 +106,8 @@ class MonitorLog:
     guaranteed_drop: np.ndarray
     flag: list[str]
     planned_threshold: float | None = None
+    variant: str = "theory"
+    pythagorean_bound: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.update.size)
@@ -110,7 +117,9 @@ class MonitorLog:
         """PMW's threshold T (the guaranteed drop is T^2/16); None when the file records neither."""
         if self.planned_threshold is not None:
             return self.planned_threshold
-        return float(4 * math.sqrt(self.guaranteed_drop[0])) if len(self) else None
+        if self.variant == "practical" or not len(self):
+            return None
+        return float(4 * math.sqrt(self.guaranteed_drop[0]))
 
     @property
     def allowed_text(self) -> str:
@@ -121,6 +130,7 @@ class MonitorLog:
 
     def summary(self) -> dict[str, Any]:
         return {
+            "variant": self.variant,
             "updates": len(self),
             "updates_allowed": self.updates_allowed,
             "threshold": self.threshold,
@@ -148,7 +158,9 @@ def read_monitor(path: str | os.PathLike) -> MonitorLog:
                 plan = _plan_line(path, body + 1, lines[body][len(PLAN_PREFIX):])
             body += 1
         reader = csv.DictReader(lines[body:])
-        absent = [c for c in _MONITOR_COLUMNS if c not in (reader.fieldnames or [])]
+        practical = plan.get("variant") == "practical" or "pythagorean_bound" in (reader.fieldnames or [])
+        absent = [c for c in (_PRACTICAL_COLUMNS if practical else _MONITOR_COLUMNS)
+                  if c not in (reader.fieldnames or [])]
         if absent:
             raise ReportError(f"{path}: not a PMW monitor file: no column {absent[0]!r}")
         rows = list(reader)
@@ -177,6 +189,11 @@ def read_monitor(path: str | os.PathLike) -> MonitorLog:
     else:  # a file without a plan line: L is known only from its rows
         updates_allowed = int(allowed[0]) if allowed.size else None
     threshold = float(plan["threshold"]) if "threshold" in plan else None
+    if practical:
+        return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
+                          [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
+                          numbers("phi_after"), np.zeros(len(rows)), [r["flag"] or "" for r in rows], threshold,
+                          "practical", numbers("pythagorean_bound"))
     return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
                       [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
                       numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows], threshold)
@@ -375,8 +392,10 @@ def _plot_scatter(evaluation, path: Path) -> str:
 
 
 def _plot_potential(monitor: MonitorLog, path: Path) -> str:
-    """The KL potential after each update, against the drop of T^2/16 per update that PMW's
-    analysis guarantees; flagged updates in red."""
+    """The KL potential after each update, against what the analysis promises: for the
+    theory variant a drop of T^2/16 per update; for the practical one the Pythagorean bound
+    (Phi before the update less KL(D_{t+1} || D_t), reached by an exact projection). Flagged
+    updates in red."""
     figure = _figure(6.8, 4.2)
     axes = figure.add_subplot()
     if len(monitor):
@@ -384,7 +403,11 @@ def _plot_potential(monitor: MonitorLog, path: Path) -> str:
         phi = np.concatenate([[_finite_or_nan(monitor.phi_before[0])], _finite_or_nan(monitor.phi_after)])
         axes.plot(steps, phi, marker="o", markersize=3, color="#4c72b0", label="KL(x/n || D_t)")
         start = phi[0]
-        if np.isfinite(start):
+        if monitor.variant == "practical":
+            bound = _finite_or_nan(monitor.phi_before) - monitor.pythagorean_bound
+            axes.scatter(monitor.update, bound, marker="_", s=90, color="#8c8c8c",
+                         label="Phi before - KL(D_t+1 || D_t) (exact projection)")
+        elif np.isfinite(start):
             bound = np.maximum(start - steps * monitor.guaranteed_drop[0], 0.0)
             axes.plot(steps, bound, linestyle="--", color="#8c8c8c", label="start - t T^2/16 (guaranteed)")
         flagged = np.array([bool(f) for f in monitor.flag])
@@ -410,8 +433,13 @@ def _plot_timeline(monitor: MonitorLog, path: Path) -> str:
         top.scatter(monitor.update, monitor.query_id, c=colours, s=14)
         bottom.vlines(monitor.update, 0, monitor.true_error, color=colours)
         bottom.scatter(monitor.update, monitor.true_error, c=colours, s=10)
-        bottom.axhline(monitor.threshold / 2, linestyle="--", color="#8c8c8c", label="T/2")
-        bottom.legend()
+        if monitor.variant == "practical":
+            if monitor.planned_threshold is not None:
+                bottom.axhline(monitor.planned_threshold, linestyle="--", color="#8c8c8c", label="T")
+                bottom.legend()
+        else:
+            bottom.axhline(monitor.threshold / 2, linestyle="--", color="#8c8c8c", label="T/2")
+            bottom.legend()
     else:
         top.text(0.5, 0.5, "PMW made no update", ha="center", va="center", transform=top.transAxes)
     top.set_ylabel("query id")

@@ -1,0 +1,405 @@
+"""Practical PMW: the default variant (DESIGN.md, "Practical PMW").
+
+Online like the textbook PMW (``synth.pmw``): one query at a time, each answered before the
+next is read; lazy, update and halted rounds; a fresh AboveThreshold per epoch; at most L
+updates; every charge on the accountant. What changes, so that it learns at n ~ 10^4-10^5:
+
+1. **The test.** A query on columns S is tested on its whole marginal table,
+   g_S = ||M_S(x) - n M_S(D_t)||_1 (sensitivity 1: one row moves one cell by one), or on its
+   own error when S's table is large (``test="query"``, or ``"auto"`` past ``max_test_cells``).
+2. **The measurement.** An update releases the whole marginal M_S(x) (L1 and L2 sensitivity
+   1) with exact discrete Laplace noise, or the single query's count in query mode.
+3. **How D moves.** D_{t+1} is the multiplicative-weights fit (``synth.fit.mw_fit``, MWEM's
+   own) to every measurement so far, stopped at the noise level. Post-processing: free.
+4. **Budget and threshold.** L defaults to the number of distinct column subsets (declared by
+   the workload, or given); epsilon (or rho under zCDP when delta > 0) is split evenly over L
+   epochs, ``test_share`` of each to the test and the rest to the measurement (discrete
+   Gaussian when delta > 0). A subset (or, in query mode, a query) already measured is part of
+   every later fit, so it is answered lazily without a test: only what the release has never
+   measured is tested. Within an epoch a subset tested lazy is not tested again until D moves
+   (its test value could not change). The threshold is T = alpha n plus the mean size of the
+   test's noise, so an error at the noise level is measured about half the time: a needless
+   measurement still adds information to the fit, a missed one loses a subset.
+
+The release (``release()``) refits every measurement from the starting distribution:
+MW from the prior is the smoothest fit of the noisy measurements (on adult it beats the
+online estimate, which carries the order the queries came in). Online answers come from D_t.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .accounting import Accountant, split_epsilon, subtract_epsilon
+from .composition import zcdp_rho_limit
+from .errors import SynthError
+from .fit import FIT_TOLERANCE, mw_fit
+from .mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace
+from .monitor import PracticalMonitor
+from .pmw import HALTED, LAZY, UPDATE, PMWAnswer
+from .rng import make_rng
+from .schema import Schema
+from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal, marginal_from_dense
+from .validation import check_positive_int, check_probability, check_real, normalized_prior
+from .workload import Query
+
+__all__ = ["DEFAULT_MAX_TEST_CELLS", "DEFAULT_REPLAY_PASSES", "DEFAULT_TEST_SHARE", "TESTS", "PracticalPMW",
+           "PracticalPlan", "plan_practical"]
+
+TESTS = ("auto", "marginal", "query")
+#: Share of each epoch's budget for the test (the rest measures). On adult (7 columns, 3-way
+#: marginals, epsilon 1) 0.2 measured every subset; 0.1 missed a third of them.
+DEFAULT_TEST_SHARE = 0.2
+#: ``test="auto"`` tests and measures whole marginals up to this many cells, single queries past it.
+DEFAULT_MAX_TEST_CELLS = 10_000
+#: Most multiplicative-weights passes after an update (the fit stops at the noise level first).
+DEFAULT_REPLAY_PASSES = 1000
+
+
+class PracticalPlanError(SynthError):
+    """The practical plan cannot be made (e.g. the budget is too small for L epochs)."""
+
+
+@dataclass(frozen=True)
+class PracticalPlan:
+    """Budget, update bound and threshold of practical PMW. Public: it never reads the data."""
+
+    epsilon: float
+    delta: float
+    beta: float
+    rows: float  # n (public, or a noisy count)
+    rows_public: bool
+    universe_size: int
+    updates: int  # L
+    test_share: float
+    epsilon_count: float
+    epsilon_test: float  # per epoch (pure)
+    epsilon_measure: float  # per update, discrete Laplace (0 under zCDP)
+    rho_measure: float  # per update, discrete Gaussian (0 when pure)
+    composition: str  # "basic" (pure epsilon) or "zCDP"
+    alpha: float  # the user's target, a fraction of n, added to the threshold
+    test: str
+    max_test_cells: int
+    variant: str = "practical"
+
+    @property
+    def noise_allowance(self) -> float:
+        """Mean |threshold noise| + mean |test noise| (rows): discrete Laplace of scales 2/eps, 4/eps."""
+        return _mean_abs_laplace(self.epsilon_test / 2) + _mean_abs_laplace(self.epsilon_test / 4)
+
+    @property
+    def threshold_count(self) -> float:
+        """T in rows: the test's value must exceed it (plus noise) for an update."""
+        return self.alpha * self.rows + self.noise_allowance
+
+    @property
+    def threshold(self) -> float:
+        """T as a fraction of n (what the monitor and the report show)."""
+        return self.threshold_count / self.rows
+
+    @property
+    def noise(self) -> str:
+        return "discrete Gaussian" if self.rho_measure else "discrete Laplace"
+
+    def mean_abs_noise(self) -> float:
+        """E|noise| of one measured value (rows): what a fit to the noise level leaves."""
+        if self.rho_measure:
+            return math.sqrt(1 / (2 * self.rho_measure)) * math.sqrt(2 / math.pi)
+        return _mean_abs_laplace(self.epsilon_measure)
+
+    def test_kind(self, cells: int) -> str:
+        if self.test != "auto":
+            return self.test
+        return "marginal" if cells <= self.max_test_cells else "query"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "threshold": self.threshold}
+
+    def describe(self) -> str:
+        n_text = f"{self.rows:,.0f} ({'public' if self.rows_public else 'noisy count'})"
+        measure = (f"rho_measure={self.rho_measure:.6g} (discrete Gaussian)" if self.rho_measure
+                   else f"eps_measure={self.epsilon_measure:.6g} (discrete Laplace)")
+        lines = [
+            "PMW plan, practical variant (public: computed without reading the data)",
+            f"  budget                epsilon={self.epsilon:g} delta={self.delta:g}",
+            f"  rows n                {n_text}",
+            f"  universe |U|          {self.universe_size:,} cells",
+            f"  update bound L        {self.updates:,} epochs ({self.composition} composition)",
+            f"  per epoch             eps_test={self.epsilon_test:.6g}, {measure}",
+            f"  test                  {self.test} (auto: whole marginals up to {self.max_test_cells:,} cells)",
+            f"  threshold T           {self.threshold_count:,.1f} rows = alpha n ({self.alpha:g}) + mean test "
+            f"noise ({self.noise_allowance:,.1f})",
+        ]
+        if self.epsilon_count:
+            lines.append(f"  noisy row count       eps_count={self.epsilon_count:g}")
+        return "\n".join(lines)
+
+
+def _mean_abs_laplace(epsilon: float) -> float:
+    """E|Z| of discrete Laplace noise P(z) ~ exp(-epsilon |z|): 2r / (1 - r^2), r = e^-epsilon."""
+    r = math.exp(-epsilon)
+    return 2 * r / (1 - r * r)
+
+
+def plan_practical(
+    epsilon: float,
+    delta: float,
+    rows: float,
+    universe_size: int,
+    updates: int,
+    *,
+    beta: float = 0.05,
+    rows_public: bool = True,
+    epsilon_count: float = 0.0,
+    test_share: float = DEFAULT_TEST_SHARE,
+    alpha: float | None = None,
+    test: str = "auto",
+    max_test_cells: int = DEFAULT_MAX_TEST_CELLS,
+) -> PracticalPlan:
+    """Split the budget over ``updates`` epochs (pure epsilon, or zCDP when ``delta`` > 0) so an
+    accountant of (epsilon, delta) accepts every charge of every epoch and the row count."""
+    updates = check_positive_int(updates, "updates")
+    test_share = check_probability(test_share, "test_share")
+    beta = check_probability(beta, "beta")
+    alpha = 0.0 if alpha is None else check_real(alpha, "alpha")
+    if not 0 <= alpha < 1:
+        raise PracticalPlanError(f"alpha ({alpha:g}) must be in [0, 1): the target accuracy is a fraction of n")
+    if test not in TESTS:
+        raise ValueError(f"test ({test!r}) must be one of: {', '.join(TESTS)}")
+    max_test_cells = check_positive_int(max_test_cells, "max_test_cells")
+    available = subtract_epsilon(epsilon, epsilon_count)
+    if delta > 0:
+        rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2
+        if not rho > 0:
+            raise PracticalPlanError(f"epsilon={epsilon:g} leaves no budget after the row count")
+        per_epoch = rho / updates
+        e_test, rho_measure, e_measure, composition = math.sqrt(2 * test_share * per_epoch), \
+            (1 - test_share) * per_epoch, 0.0, "zCDP"
+        for _ in range(200):  # the accountant composes with its own safety margins: shrink until it accepts
+            if _accepted(epsilon, delta, epsilon_count, updates, e_test, 0.0, rho_measure):
+                break
+            e_test, rho_measure = e_test * (1 - 1e-4), rho_measure * (1 - 2e-4)
+        else:
+            raise PracticalPlanError(f"no zCDP split of epsilon={epsilon:g}, delta={delta:g} over {updates} epochs")
+    else:
+        per_epoch = split_epsilon(available, updates)
+        e_test = per_epoch * test_share
+        e_measure, rho_measure, composition = subtract_epsilon(per_epoch, e_test), 0.0, "basic"
+    if min(e_test, e_measure or 1.0) < 2.0**-40:
+        raise PracticalPlanError(f"epsilon={epsilon:g} over L={updates:,} epochs leaves {e_test:.3g} per test, below "
+                                 "what exact discrete noise resolves (2^-40): ask for fewer updates (--updates)")
+    return PracticalPlan(epsilon, delta, beta, float(rows), rows_public, int(universe_size), updates, test_share,
+                         epsilon_count, e_test, e_measure, rho_measure, composition, alpha, test, max_test_cells)
+
+
+def _accepted(epsilon, delta, epsilon_count, updates, e_test, e_measure, rho_measure) -> bool:
+    accountant = Accountant(epsilon, delta)
+    try:
+        if epsilon_count:
+            accountant.spend(epsilon_count)
+        for _ in range(updates):
+            accountant.spend(e_test)
+            if rho_measure:
+                accountant.spend(rho=rho_measure)
+            else:
+                accountant.spend(e_measure)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class _Measurement:
+    """What one update released (all public)."""
+
+    update: int
+    query: str
+    columns: tuple[str, ...]
+    kind: str  # "marginal" or "query"
+    noisy: list  # the noisy table (nested lists) or count
+
+
+class PracticalPMW:
+    """The practical PMW state and its answering loop over the encoded private rows ``codes``."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        schema: Schema,
+        plan: PracticalPlan,
+        rng: np.random.Generator | int | None = None,
+        *,
+        accountant: Accountant | None = None,
+        prior: np.ndarray | None = None,
+        monitor: PracticalMonitor | None = None,
+        replay_passes: int = DEFAULT_REPLAY_PASSES,
+        max_cells: int = DEFAULT_MAX_CELLS,
+    ):
+        _check_cells(schema.universe_size, "the PMW distribution over the universe", max_cells)
+        if plan.universe_size != schema.universe_size:
+            raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
+        self.schema, self.plan = schema, plan
+        self._codes = np.ascontiguousarray(codes)
+        self._rng = make_rng(rng)
+        self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
+        self.monitor = monitor
+        self.replay_passes = check_positive_int(replay_passes, "replay_passes")
+        self._prior = (np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None
+                       else normalized_prior(prior, schema.universe_size))
+        self._weights = self._prior.copy()
+        self._total = 1.0
+        self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
+        self._measured_queries: list[Query] = []  # what ("query", i, ...) refers to
+        self._selections: dict = {}
+        self._done: set = set()  # measured subsets, and measured queries' keys
+        self._tested_lazy: set = set()  # subsets tested lazy since D last moved
+        self.updates = 0
+        self.fit_passes: list[int] = []  # MW passes run after each update
+        self.log: list[_Measurement] = []
+        self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
+        self._epoch: AboveThreshold | None = None
+        self.released: np.ndarray | None = None  # the release, once made
+        self._released_measurements = -1
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def halted(self) -> bool:
+        return self.updates >= self.plan.updates
+
+    def distribution(self) -> np.ndarray:
+        """D_t, the online estimate, as a fresh normalized flat array."""
+        return self._weights / self._total
+
+    def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        """The marginal of D_t on ``subset`` (fractions), cached until D moves."""
+        table = self._model_tables.get(subset)
+        if table is None:
+            table = marginal_from_dense(self._weights, self.schema, subset) / self._total
+            self._model_tables[subset] = table
+        return table
+
+    def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        table = self._data_tables.get(subset)
+        if table is None:
+            table = marginal(self._codes, self.schema, subset)
+            self._data_tables[subset] = table
+        return table
+
+    def model_answer(self, query: Query) -> float:
+        """f(D_t) in rows."""
+        return self.plan.rows * _query_value(self.model_table(query.columns), query)
+
+    # -- answering -----------------------------------------------------------------------
+    def answer(self, query: Query, *, query_id: int = -1, label: str = "") -> PMWAnswer:
+        """Answer one counting query (in rows), spending budget only on tests and updates."""
+        if self.halted:
+            self.rounds[HALTED] += 1
+            return PMWAnswer(self.model_answer(query), HALTED, self.updates)
+        subset = query.columns
+        kind = self.plan.test_kind(_cells(self.schema, subset))
+        key = subset if kind == "marginal" else _query_key(query)
+        if key in self._done or key in self._tested_lazy:
+            self.rounds[LAZY] += 1
+            return PMWAnswer(self.model_answer(query), LAZY, self.updates)
+        if self._epoch is None:
+            self._epoch = AboveThreshold(0.0, self.plan.epsilon_test, 1, self._rng, accountant=self.accountant,
+                                         note=f"PMW epoch {self.updates + 1}")
+        error = self._test_value(query, kind)
+        if not self._epoch.test(error - self.plan.threshold_count):
+            self._tested_lazy.add(key)
+            self.rounds[LAZY] += 1
+            return PMWAnswer(self.model_answer(query), LAZY, self.updates)
+        self._update(query, kind, key, error, query_id, label)
+        self.rounds[UPDATE] += 1
+        return PMWAnswer(self.model_answer(query), UPDATE, self.updates)
+
+    def _test_value(self, query: Query, kind: str) -> float:
+        """g in rows: the marginal's L1 error, or the query's absolute error."""
+        if kind == "marginal":
+            truth = self._data_table(query.columns)
+            return float(np.abs(truth - self.plan.rows * self.model_table(query.columns)).sum())
+        true_count = _query_value(self._data_table(query.columns), query)
+        return abs(true_count - self.model_answer(query))
+
+    def _update(self, query: Query, kind: str, key, error: float, query_id: int, label: str) -> None:
+        note = f"PMW update {self.updates + 1}"
+        truth = self._data_table(query.columns) if kind == "marginal" else int(
+            round(_query_value(self._data_table(query.columns), query)))
+        if self.plan.rho_measure:
+            noisy = discrete_gaussian(truth, self.plan.rho_measure, 1, self._rng, accountant=self.accountant,
+                                      note=note)
+        else:
+            noisy = discrete_laplace(truth, self.plan.epsilon_measure, 1, self._rng, accountant=self.accountant,
+                                     note=note)
+        if kind == "marginal":
+            self._measured.append(("marginal", query.columns, np.asarray(noisy, dtype=np.float64)))
+        else:
+            self._measured.append(("query", len(self._measured_queries), float(noisy)))
+            self._measured_queries.append(query)
+        self._done.add(key)
+        self.updates += 1
+        self.log.append(_Measurement(self.updates, label, query.columns, kind, np.asarray(noisy).tolist()))
+        self._epoch = None
+        before = self._weights / self._total if self.monitor is not None else None
+        self._total, passes, _ = mw_fit(self._weights, self._total, self.schema, self._measured_queries,
+                                        self._measured, self.plan.rows, self.replay_passes, self._selections,
+                                        self._stop_residual())
+        self.fit_passes.append(passes)
+        self._model_tables.clear()
+        self._tested_lazy.clear()
+        if self.monitor is not None:
+            self.monitor.record(before, self._weights / self._total, query_id=query_id, query=label,
+                                columns=query.columns, tested_error=error)
+
+    def _stop_residual(self) -> float:
+        values = sum(np.size(noisy) for _, _, noisy in self._measured)
+        return FIT_TOLERANCE * self.plan.mean_abs_noise() * values
+
+    # -- the release ---------------------------------------------------------------------
+    def release(self) -> np.ndarray:
+        """The released distribution: every measurement refit from the starting distribution
+        (post-processing of the noisy measurements), or the prior when nothing was measured."""
+        if self.released is not None and len(self._measured) == self._released_measurements:
+            return self.released
+        self._released_measurements = len(self._measured)
+        weights = self._prior.copy()
+        if self._measured:
+            total, _, _ = mw_fit(weights, 1.0, self.schema, self._measured_queries, self._measured, self.plan.rows,
+                                 self.replay_passes, {}, self._stop_residual())
+            weights /= total
+        self.released = weights
+        return weights
+
+    def to_model(self, *, seeded: bool = False, distribution: np.ndarray | None = None):
+        """The release as a ``Model``: the refit distribution, the plan, the privacy spent and
+        every measurement (all public)."""
+        from .model import Model
+
+        return Model(
+            schema=self.schema, mechanism="pmw",
+            distribution=self.release() if distribution is None else distribution, rows=self.plan.rows,
+            rows_public=self.plan.rows_public, parameters=self.plan.to_dict(), privacy=self.accountant.to_dict(),
+            round_log=[asdict(m) for m in self.log], seeded=seeded,
+        )
+
+
+def _cells(schema: Schema, subset: Sequence[str]) -> int:
+    return math.prod(schema[name].size for name in subset)
+
+
+def _query_key(query: Query) -> tuple:
+    return (query.columns, tuple(tuple(int(v) for v in a) for a in query.allowed))
+
+
+def _query_value(table: np.ndarray, query: Query) -> float:
+    if not query.columns:
+        return float(table)
+    if query.is_cell:
+        return float(table[tuple(int(a[0]) for a in query.allowed)])
+    return float(table[np.ix_(*query.allowed)].sum())

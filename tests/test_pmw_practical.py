@@ -1,0 +1,129 @@
+"""Practical PMW (synth.pmw_practical): its plan, its online loop, its release and its monitor."""
+
+import math
+
+import numpy as np
+import pytest
+
+import synth.fit
+import synth.mwem
+import synth.pmw_practical
+from synth.accounting import Accountant
+from synth.pmw import HALTED, LAZY, UPDATE, run_pmw
+from synth.pmw_practical import PracticalPMW, PracticalPlanError, plan_practical
+from synth.tables import marginal, marginal_from_dense
+from synth.workload import Workload
+
+from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
+
+TWO_WAY = Workload.marginals(SCHEMA, 2)
+
+
+def mean_l1(distribution, codes, workload=TWO_WAY):
+    n = len(codes)
+    return np.mean([np.abs(marginal_from_dense(distribution, SCHEMA, s) - marginal(codes, SCHEMA, s) / n).sum()
+                    for s in workload.subsets])
+
+
+@pytest.mark.parametrize("epsilon, delta, count", [(1.0, 0.0, 0.0), (0.3, 0.0, 0.015), (1.0, 1e-6, 0.0),
+                                                   (2.0, 1e-9, 0.1)])
+def test_every_epoch_of_the_plan_fits_the_budget(epsilon, delta, count):
+    plan = plan_practical(epsilon, delta, 5000, SCHEMA.universe_size, 12, epsilon_count=count)
+    accountant = Accountant(epsilon, delta)
+    if count:
+        accountant.spend(count)
+    for _ in range(plan.updates):
+        accountant.spend(plan.epsilon_test)
+        accountant.spend(rho=plan.rho_measure) if delta else accountant.spend(plan.epsilon_measure)
+    spent = accountant.spent()
+    assert spent.epsilon <= epsilon and spent.delta <= delta
+    assert spent.epsilon >= 0.99 * epsilon  # the split uses the budget, not a cautious fraction of it
+    assert plan.composition == ("zCDP" if delta else "basic")
+    assert bool(plan.rho_measure) == bool(delta) and bool(plan.epsilon_measure) != bool(delta)
+
+
+def test_plan_threshold_is_the_target_plus_the_mean_test_noise():
+    plan = plan_practical(1.0, 0.0, 10_000, 24, 10, alpha=0.01)
+    e = plan.epsilon_test
+    mean_abs = lambda eps: 2 * math.exp(-eps) / (1 - math.exp(-2 * eps))  # noqa: E731
+    assert plan.threshold_count == pytest.approx(100 + mean_abs(e / 2) + mean_abs(e / 4))
+    assert plan.epsilon_test == pytest.approx(0.2 * 1.0 / 10)
+    with pytest.raises(PracticalPlanError, match=r"alpha \(1.5\) must be in \[0, 1\)"):
+        plan_practical(1.0, 0.0, 10_000, 24, 10, alpha=1.5)
+
+
+def test_the_run_learns_measures_each_subset_once_and_stays_within_budget():
+    codes = correlated_codes(20_000, 1)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 1.0, rows=20_000, rng=2, variant="practical", monitor=True)
+    assert run.plan.updates == len(WORKLOAD.subsets)
+    assert run.pmw.updates <= run.plan.updates and run.accountant.spent().epsilon <= 1.0
+    measured = [tuple(m.columns) for m in run.pmw.log]
+    assert len(measured) == len(set(measured))  # never the same subset twice: measured subsets are lazy
+    assert run.rounds.count(UPDATE) == run.pmw.updates and set(run.rounds) <= {LAZY, UPDATE, HALTED}
+    uniform = np.full(SCHEMA.universe_size, 1 / SCHEMA.universe_size)
+    assert mean_l1(run.pmw.release(), codes) < 0.25 * mean_l1(uniform, codes)
+    # answers are counts on n's scale, and the release answers every query of the workload
+    assert np.allclose(run.final.sum() / len(WORKLOAD), run.final.mean())
+    assert len(run.monitor.rows) == run.pmw.updates
+
+
+def test_seeded_runs_repeat_and_unseeded_differ():
+    codes = correlated_codes(5000, 3)
+    one, two = (run_pmw(codes, SCHEMA, WORKLOAD, 1.0, rows=5000, rng=4, variant="practical") for _ in range(2))
+    np.testing.assert_array_equal(one.answers, two.answers)
+    np.testing.assert_array_equal(one.pmw.release(), two.pmw.release())
+    other = run_pmw(codes, SCHEMA, WORKLOAD, 1.0, rows=5000, rng=None, variant="practical")
+    assert not np.array_equal(one.answers, other.answers)
+
+
+def test_query_mode_measures_single_queries():
+    codes = correlated_codes(20_000, 5)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 2.0, rows=20_000, rng=6, variant="practical", test="query", updates=20)
+    kinds = {m.kind for m in run.pmw.log}
+    assert kinds == {"query"} and run.pmw.updates >= 1
+    assert all(np.ndim(m.noisy) == 0 for m in run.pmw.log)
+
+
+def test_with_delta_measurements_are_gaussian_and_compose_in_zcdp():
+    codes = correlated_codes(20_000, 7)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 1.0, 1e-6, rows=20_000, rng=8, variant="practical")
+    mechanisms = {c.mechanism for c in run.accountant.ledger()}
+    assert "discrete_gaussian" in mechanisms and "discrete_laplace" not in mechanisms
+    spent = run.accountant.spent()
+    assert spent.epsilon <= 1.0 and spent.delta <= 1e-6
+
+
+def test_the_fit_is_mwems_own():
+    assert synth.pmw_practical.mw_fit is synth.fit.mw_fit and synth.mwem.mw_fit is synth.fit.mw_fit
+
+
+def test_monitor_reports_the_potential_and_the_pythagorean_bound():
+    codes = correlated_codes(20_000, 9)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 3.0, rows=20_000, rng=10, variant="practical", monitor=True)
+    rows = run.monitor.rows
+    assert rows and rows[0].phi_before == pytest.approx(
+        run.monitor._phi.potential(np.full(SCHEMA.universe_size, 1 / SCHEMA.universe_size), 1.0))
+    for before, after in zip(rows, rows[1:]):
+        assert after.phi_before == pytest.approx(before.phi_after)  # one D between updates
+    for row in rows:
+        assert row.pythagorean_bound >= 0 and row.drop == pytest.approx(row.phi_before - row.phi_after)
+        assert (row.flag == "potential rose") == (row.phi_after > row.phi_before + 1e-9)
+
+
+def test_the_monitor_flags_an_update_that_raised_the_potential():
+    codes = correlated_codes(2000, 11)
+    plan = plan_practical(1.0, 0.0, 2000, SCHEMA.universe_size, 3)
+    from synth.monitor import PracticalMonitor
+
+    monitor = PracticalMonitor(marginal(codes, SCHEMA, None), plan.threshold, plan.updates)
+    truth = marginal(codes, SCHEMA, None).reshape(-1) / 2000
+    uniform = np.full(SCHEMA.universe_size, 1 / SCHEMA.universe_size)
+    away = uniform * np.where(truth > truth.mean(), 0.2, 1.8)
+    row = monitor.record(uniform, away / away.sum(), query_id=0, query="q", columns=("a",), tested_error=10.0)
+    assert row.flag == "potential rose" and row.phi_after > row.phi_before
+
+
+def test_pmw_practical_refuses_a_plan_for_another_universe():
+    plan = plan_practical(1.0, 0.0, 100, 10, 2)
+    with pytest.raises(ValueError, match="the plan is for"):
+        PracticalPMW(correlated_codes(100, 0), SCHEMA, plan)
