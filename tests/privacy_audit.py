@@ -54,6 +54,7 @@ __all__ = [
     "audit",
     "assert_no_leak",
     "assert_leak",
+    "leak_power",
     "chisquare_gof",
     "assert_variance",
     "merge_tail_bins",
@@ -319,6 +320,32 @@ def assert_no_leak(result: AuditResult, label: str = "") -> None:
 def assert_leak(result: AuditResult, label: str = "") -> None:
     """Fail when the audit did not prove the leak it was meant to catch (a test with no teeth)."""
     assert result.leak, f"{label}: the audit missed a broken mechanism: {result}"
+
+
+# -- power: how many runs an audit needs --------------------------------------------------------
+
+
+def leak_power(p: float, q: float, n: int, eps: float, n_events: int, delta: float = 0.0,
+               confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The exact probability that ``audit`` proves a leak on one event with P[E|D] = ``p`` and
+    P[E|D'] = ``q`` from ``n`` runs per input, with ``n_events`` events in the family.
+
+    The counts are k ~ Bin(n, p) and l ~ Bin(n, q), independent; the event proves a leak when
+    lower(k) > e^eps * upper(l) + delta, both Clopper-Pearson bounds at the audit's
+    Bonferroni level 1 - (1 - confidence) / (2 n_events). Sums over l of P(l) * P(k >= the
+    smallest k that proves it). Since the audit proves a leak when any event of its family
+    does, this is a lower bound on its power for a family containing the event (for an audit
+    that selects its events, on the decision part, if the selection keeps this event).
+    """
+    alpha = (1 - confidence) / (2 * n_events)  # 1 - the per-interval level
+    # only counts with a chance above 1e-13 matter (the rest changes the power by less than 1e-12)
+    ls = np.arange(*(stats.binom.ppf([1e-13, 1 - 1e-13], n, q).astype(int) + [0, 1]))
+    ks = np.arange(*(stats.binom.ppf([1e-13, 1 - 1e-13], n, p).astype(int) + [0, 1]))
+    upper = np.where(ls < n, stats.beta.ppf(1 - alpha / 2, ls + 1, np.maximum(n - ls, 1)), 1.0)
+    lower = np.where(ks > 0, stats.beta.ppf(alpha / 2, np.maximum(ks, 1), n - ks + 1), 0.0)  # increasing
+    smallest = np.searchsorted(lower, math.exp(eps) * upper + delta, side="right")  # first k that proves it
+    tail = np.append(stats.binom.sf(ks - 1, n, p), 0.0)  # P(k >= ks[j]); 0 past the last
+    return float(np.dot(stats.binom.pmf(ls, n, q), tail[smallest]))
 
 
 # -- goodness of fit ---------------------------------------------------------------------------

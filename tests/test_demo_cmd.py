@@ -1,19 +1,31 @@
 """synth demo: the whole pipeline on the bundled table, offline."""
 
 import json
+import shutil
 
+import pytest
 from click.testing import CliRunner
 
 from cli.main import main
+
+# The demo takes several seconds: one seeded run (``seeded_demo``) serves both tests, and the
+# group keeps them on one pytest-xdist worker so that it runs once.
+pytestmark = pytest.mark.xdist_group("demo")
 
 
 def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-def test_demo_writes_models_tables_and_reports(tmp_path):
-    folder = tmp_path / "demo"
-    result = run("demo", "-o", folder, "--seed", "1", "-q")
+@pytest.fixture(scope="module")
+def seeded_demo(tmp_path_factory):
+    """One ``synth demo --seed 1`` run: its folder (read it, or copy it to change it) and result."""
+    folder = tmp_path_factory.mktemp("demo-run") / "demo"
+    return folder, run("demo", "-o", folder, "--seed", "1", "-q")
+
+
+def test_demo_writes_models_tables_and_reports(seeded_demo):
+    folder, result = seeded_demo
     assert result.exit_code == 0, result.output
     for name in ("workload.json", "mwem-model.npz", "mwem-synthetic.csv", "pmw-model.npz", "pmw-synthetic.csv",
                  "pmw-monitor.csv"):
@@ -30,9 +42,11 @@ def test_demo_writes_models_tables_and_reports(tmp_path):
     assert "everything is in" in result.stdout and "mwem-report" in result.stdout
 
 
-def test_demo_replaces_its_own_folder_and_refuses_others(tmp_path):
+def test_demo_replaces_its_own_folder_and_refuses_others(seeded_demo, tmp_path):
+    seeded, result = seeded_demo
+    assert result.exit_code == 0, result.output
     folder = tmp_path / "demo"
-    assert run("demo", "-o", folder, "--seed", "2", "-q").exit_code == 0
+    shutil.copytree(seeded, folder)  # a previous demo's folder (seed 1), this test's own copy
     first = (folder / "mwem-synthetic.csv").read_bytes()
     again = run("demo", "-o", folder, "--seed", "3", "-q")
     assert again.exit_code == 0, again.output

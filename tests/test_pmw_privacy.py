@@ -38,13 +38,23 @@ Plans (hand-made ``PMWPlan``s, one epoch of eps_test + eps_measure), with exact 
   Broken, without threshold noise: the lazy rounds become independent comparisons, each
   with ratio e^(eps_test / 4), so the loss grows with their number: 1.91 eps on the same
   event (0.0182 vs 9.6e-5), 1.59 eps on "rounds 1..7 lazy" (0.0497 vs 6.3e-4), which the
-  real mechanism keeps at 0.45 eps (0.100 vs 0.029). Caught with 25,000 runs per input
-  (the audit caught it in 100 of 100 simulations of the exact law at that size).
+  real mechanism keeps at 0.45 eps (0.100 vs 0.029). Caught with 30,000 runs per input.
 * ``measure_heavy``: eps_test = 0.25, eps_measure = 2 (eps = 2.25). Real: worst 0.995 eps
   ("update at round 8, value <= 1", 0.00147 vs 1.6e-4), and 0.91 eps on the likely event
   "update at round 1, value >= 6" (D'/D: 0.450 vs 0.058). Broken, measurement noise scale
   halved (drawn with 2 eps_measure, charged as eps_measure): 1.80 eps on that event
-  (0.501 vs 0.0088), caught with 3,000 runs per input.
+  (0.501 vs 0.0088), caught with 2,000 runs per input.
+
+Sizes (runs per input, the real mechanism at the same size as its broken variant; a real
+mechanism is flagged with probability at most 1e-6 whatever the size):
+
+* ``tight``: no single event is enough (``leak_power`` of "rounds 1..7 lazy" is 0.971 at
+  25,000), so the audit was simulated on the exact law (multinomial counts over (position,
+  value), all 220 events): caught in 19,797 of 20,000 audits at 25,000 runs (0.990), 39,968
+  of 40,000 at 28,000 and 19,997 of 20,000 at 30,000 (0.99985): 30,000 (was 25,000).
+* ``measure_heavy``: "update at round 1, value >= 6" alone gives leak_power 0.999998 at 2,000
+  (0.68 at 1,000): 2,000 (was 4,000 for the real mechanism, 3,000 for the broken one).
+  Simulated, the real mechanism's largest estimated loss stays above 0.84 eps at 2,000.
 
 The samples are also checked against the exact law (each event's exact probability inside
 its Bonferroni Clopper-Pearson interval), which shows that the exact losses above are those
@@ -93,6 +103,7 @@ QUERIES = Workload.from_dict(
     {"queries": [{"name": "A", "where": {"a": 0}}, {"name": "B", "where": {"b": 0}}]}, SCHEMA)
 STREAM = Workload(SCHEMA, [QUERIES[i] for i in [0] * 7 + [1] + [0, 1]])
 K = len(STREAM)
+LABELS = [STREAM.describe(i) for i in range(K)]  # each query's label, worked out once for all runs
 THRESHOLD = 0.25  # T = 2 rows
 
 
@@ -180,7 +191,7 @@ def _sample(codes, plan, n, rng, transcripts: Transcripts) -> tuple[np.ndarray, 
     worst = 0.0
     for r in range(n):
         pmw = PMW(codes, SCHEMA, plan, rng)
-        answers = [pmw.answer(q, query_id=i, label=STREAM.describe(i)) for i, q in enumerate(STREAM)]
+        answers = [pmw.answer(q, query_id=i, label=LABELS[i]) for i, q in enumerate(STREAM)]
         out[r] = transcripts.add(tuple((a.round, a.value) for a in answers))
         worst = max(worst, pmw.accountant.spent().epsilon)
     return out, worst
@@ -410,7 +421,7 @@ def test_exact_losses(plan_name, variant, low, high):
     assert low * eps <= loss <= high * eps, f"{plan_name}/{variant}: exact loss {loss / eps:.4f} eps at {event!r}"
 
 
-PRIVATE_CASES = {"tight": 25_000, "measure_heavy": 4_000}  # runs per input
+RUNS = {"tight": 30_000, "measure_heavy": 2_000}  # runs per input, real and broken (see the module docstring)
 
 
 @pytest.mark.parametrize("plan_name", [pytest.param("tight", marks=pytest.mark.slow), "measure_heavy"])
@@ -418,7 +429,7 @@ def test_pmw_run_is_private(plan_name):
     """The real PMW: no leak proven at the epsilon its accountants report (the plan's), and
     the transcripts follow the exact law (whose worst loss is 0.99 eps)."""
     plan = PLANS[plan_name]
-    outputs, features, eps = sample_pair(plan_name, "real", PRIVATE_CASES[plan_name], (1, len(plan_name)))
+    outputs, features, eps = sample_pair(plan_name, "real", RUNS[plan_name], (1, len(plan_name)))
     assert eps == plan.epsilon  # a run with an update spends exactly the plan
     result = audit(*outputs, eps, events=audit_events(features))
     assert_no_leak(result, f"PMW ({plan_name} plan)")
@@ -430,7 +441,7 @@ def test_pmw_run_is_private(plan_name):
 def test_pmw_without_threshold_noise_is_caught():
     """Broken: every epoch's AboveThreshold without threshold noise (same budget charged).
     The same audit on the same pair and stream must prove the leak."""
-    outputs, features, eps = sample_pair("tight", "no_threshold_noise", 25_000, (2,))
+    outputs, features, eps = sample_pair("tight", "no_threshold_noise", RUNS["tight"], (2,))
     assert eps == PLANS["tight"].epsilon
     assert_leak(audit(*outputs, eps, events=audit_events(features)), "PMW without threshold noise")
     assert_matches_law(outputs, features, _laws("tight", "no_threshold_noise"), "PMW without threshold noise")
@@ -439,7 +450,8 @@ def test_pmw_without_threshold_noise_is_caught():
 def test_pmw_half_measurement_noise_is_caught():
     """Broken: the update's measurement drawn with half the noise scale, charged as
     eps_measure; caught on the measure-heavy plan."""
-    outputs, features, eps = sample_pair("measure_heavy", "half_measurement_noise", 3_000, (3,))
+    outputs, features, eps = sample_pair("measure_heavy", "half_measurement_noise",
+                                         RUNS["measure_heavy"], (3,))
     assert eps == PLANS["measure_heavy"].epsilon
     assert_leak(audit(*outputs, eps, events=audit_events(features)), "PMW with half the measurement noise")
     assert_matches_law(outputs, features, _laws("measure_heavy", "half_measurement_noise"),

@@ -6,6 +6,14 @@ deliberately broken variant (noise scale halved, threshold noise missing, expone
 mechanism scaled by eps / Delta instead of eps / (2 Delta), ...) must be caught by the same
 audit on the same pair, which shows that the pair and the sample sizes have teeth.
 
+Sample sizes come from a power calculation, not habit. A real mechanism is flagged with
+probability at most 1e-6 whatever the size (that is the audit's confidence), so the size is
+set by the broken variant: the smallest round number of runs per input at which its most
+telling event (from its exact law) proves the leak with probability >= 0.9999
+(``privacy_audit.leak_power``, exact for one event and a lower bound for the family); the
+real mechanism is audited at that same size, so the broken variant's teeth are the real
+audit's too. ``test_sizes_catch_the_broken_variants`` recomputes these powers.
+
 Goodness-of-fit tests check the samplers against their exact distributions (chi-square with
 merged tail bins, and the sample variance against theory within 5.5 standard errors); a
 sampler with a wrong parameter must fail them too.
@@ -51,6 +59,7 @@ from .privacy_audit import (
     audit,
     chisquare_gof,
     clopper_pearson,
+    leak_power,
     point_and_tail_events,
 )
 
@@ -132,13 +141,19 @@ def test_discrete_laplace_half_scale_is_caught(eps, sensitivity):
 # =============================================================================================
 
 GAUSS_RHO, GAUSS_DELTA = 0.2, 0.01  # sigma^2 = 2.5, eps = 1.525; the real gap is ~0.34 delta
+# Size: with sigma halved (sigma^2 = 0.625) the event {out <= 9} has P = 0.2477 under D (c = 10) and
+# 0.02095 under D', so P_D - e^eps P_D' = 0.151 >> delta. The audit selects its events on the
+# first 20% of the runs and decides on the other 80% with at most 20 events: at 7,000 runs
+# (5,600 deciding) leak_power = 0.99998 (0.988 at 5,000). Simulated on the exact law, with the
+# selection step: caught in 1,000 of 1,000 audits already at 5,000 runs.
+GAUSS_N = 7_000
 
 
 @pytest.mark.slow
 def test_discrete_gaussian_private():
     """Real mechanism on c vs c + 1 at (zcdp_epsilon(rho, delta), delta): no leak proven."""
     eps = zcdp_epsilon(GAUSS_RHO, GAUSS_DELTA)
-    n = 150_000
+    n = GAUSS_N
     d = discrete_gaussian(np.full(n, 10), GAUSS_RHO, rng=_rng(20, 1))
     dp = discrete_gaussian(np.full(n, 11), GAUSS_RHO, rng=_rng(20, 2))
     assert_no_leak(audit(d, dp, eps, GAUSS_DELTA), "discrete_gaussian")
@@ -147,7 +162,7 @@ def test_discrete_gaussian_private():
 def test_discrete_gaussian_half_sigma_is_caught():
     """Broken: sigma halved (rho four times larger); must fail the same (eps, delta) audit."""
     eps = zcdp_epsilon(GAUSS_RHO, GAUSS_DELTA)
-    n = 30_000
+    n = GAUSS_N
     d = discrete_gaussian(np.full(n, 10), 4 * GAUSS_RHO, rng=_rng(21, 1))
     dp = discrete_gaussian(np.full(n, 11), 4 * GAUSS_RHO, rng=_rng(21, 2))
     assert_leak(audit(d, dp, eps, GAUSS_DELTA), "half-sigma discrete_gaussian")
@@ -179,7 +194,12 @@ def _exp_outputs(scores, eps, method, n, seed):
     return np.array([exponential(scores, eps, EXP_SENS, rng, method=method) for _ in range(n)])
 
 
-EXP_CASES = {"gumbel": (20, 150_000), "permute_and_flip": (10, 100_000)}  # m, draws per input
+# Sizes (m, draws per input, for the real mechanism and the broken one alike): the broken
+# variant's P(0) is 0.1197 vs 0.01806 (gumbel, m = 20: loss 1.89 eps) and 0.2455 vs 0.03344
+# (permute-and-flip, m = 10: 1.99 eps), with 3 (m + 1) point and tail events: leak_power =
+# 0.99993 at 8,000 (gumbel; 0.894 at 5,000) and 0.99992 at 3,000 (permute-and-flip; below
+# 0.999 under 2,700). Were 150,000 and 100,000 for the real mechanism, 20,000 for the broken.
+EXP_CASES = {"gumbel": (20, 8_000), "permute_and_flip": (10, 3_000)}  # m, draws per input
 
 
 @pytest.mark.slow
@@ -197,8 +217,7 @@ def test_exponential_private(method):
 @pytest.mark.parametrize("method", sorted(EXP_CASES))
 def test_exponential_eps_over_delta_is_caught(method):
     """Broken: weights exp(eps * score / Delta) (the eps / (2 Delta) scaling forgotten)."""
-    m, _ = EXP_CASES[method]
-    n = 20_000
+    m, n = EXP_CASES[method]
     d_scores, dp_scores = _exp_scores(m)
     d = _exp_outputs(d_scores, 2 * EXP_EPS, method, n, (31, 1))
     dp = _exp_outputs(dp_scores, 2 * EXP_EPS, method, n, (31, 2))
@@ -216,9 +235,47 @@ def test_exponential_eps_over_delta_is_caught(method):
 # noise): real 0.990 eps (P = 0.0465 vs 0.00238), no threshold noise 2.0 eps, query noise
 # scale halved 1.5 eps. eps = 3 makes these ratios large against the sampling error, so the
 # Python-speed runs stay few (at eps = 1 the tightest such pairs need far rarer events).
+#
+# Sizes (``_first_above_law``): without threshold noise the most telling event is {out >= 7}
+# (P = 0.0667 vs 0.00035, 1.75 eps), with 27 events: leak_power = 0.99993 at 20,000 runs
+# (0.43 at 10,000; 0.999 needs 17,984); with the query noise halved it is {out == 7} (0.1474 vs
+# 0.00164): 0.99997 at 15,000 (0.96 at 10,000). The real mechanism runs at 20,000 (was 100,000).
 
 AT_EPS, AT_K = 3.0, 8
 AT_EVENTS = point_and_tail_events(range(AT_K + 1))  # the support is known: no selection split
+AT_N = 20_000  # runs per input: the real mechanism, and the broken one without threshold noise
+
+
+def _dlap_at_least(p: float, m: np.ndarray) -> np.ndarray:
+    """P(Z >= m) for the discrete Laplace Z with P(z) proportional to p^|z|."""
+    m = np.asarray(m, dtype=float)
+    return np.where(m >= 1, p ** np.maximum(m, 1) / (1 + p), 1 - p ** np.maximum(1 - m, 1) / (1 + p))
+
+
+def _first_above_law(gaps, epsilon, threshold_noise=True, query_multiple=4) -> np.ndarray:
+    """The exact law of the index of the first "above" (len(gaps): none) of AboveThreshold on
+    values ``threshold + gap * step`` (integer gaps, in lattice steps): threshold noise rho ~
+    DLap(epsilon / 2) (or 0), query noise nu ~ DLap(epsilon / query_multiple), "above" iff
+    gap + nu >= rho - 1/2, i.e. nu >= rho - gap. Sums over rho (|rho| <= 80 / (eps / 2))."""
+    if threshold_noise:
+        p = math.exp(-epsilon / 2)
+        rho = np.arange(-math.ceil(160 / epsilon), math.ceil(160 / epsilon) + 1)
+        survive = (1 - p) / (1 + p) * p ** np.abs(rho)
+    else:
+        rho, survive = np.zeros(1), np.ones(1)
+    law = np.zeros(len(gaps) + 1)
+    for i, gap in enumerate(gaps):
+        above = _dlap_at_least(math.exp(-epsilon / query_multiple), rho - gap)
+        law[i] = np.dot(survive, above)
+        survive = survive * (1 - above)
+    law[-1] = survive.sum()
+    return law
+
+
+def _point_and_tail_probabilities(law) -> np.ndarray:
+    """The probability of each event of ``point_and_tail_events(range(len(law)))``, in order."""
+    law = np.asarray(law)
+    return np.concatenate([law, np.cumsum(law), np.cumsum(law[::-1])[::-1]])
 
 
 def _at_pair(threshold: float, sensitivity: float, scale: int | None = None):
@@ -232,9 +289,10 @@ def _at_pair(threshold: float, sensitivity: float, scale: int | None = None):
     return [low] * (AT_K - 1) + [high], [high] * (AT_K - 1) + [low]
 
 
-def _first_above(factory, values, n: int, rng: np.random.Generator) -> np.ndarray:
+def _first_above(factory, values, n: int, rng) -> np.ndarray:
     """``n`` runs of a fresh sparse-vector object from ``factory(rng)`` on ``values``: the index
-    of the first "above" (``len(values)`` if none)."""
+    of the first "above" (``len(values)`` if none). ``rng``: a generator, or for the sketch a
+    ``LaplaceStream``."""
     out = np.empty(n, dtype=np.int64)
     k = len(values)
     for r in range(n):
@@ -243,12 +301,33 @@ def _first_above(factory, values, n: int, rng: np.random.Generator) -> np.ndarra
     return out
 
 
+class LaplaceStream:
+    """``discrete_laplace_noise`` from one generator, drawn in blocks and handed out one at a
+    time. The draws are i.i.d. either way, so the law is that of one call per draw; but a call
+    costs about 100 us whatever its size (it was most of a sketch run), so one per 4,096 draws."""
+
+    BLOCK = 4096
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self._blocks: dict[tuple, tuple[list, int]] = {}
+
+    def draw(self, epsilon: float, sensitivity: float) -> int:
+        key = (epsilon, sensitivity)
+        block, used = self._blocks.get(key, ((), 0))
+        if used == len(block):
+            block, used = discrete_laplace_noise(self.BLOCK, epsilon, sensitivity, self.rng).tolist(), 0
+        self._blocks[key] = (block, used + 1)
+        return block[used]
+
+
 class SketchAboveThreshold:
     """AboveThreshold written out here from ``discrete_laplace_noise``, with knobs to break it.
 
     Noise on the sensitivity's lattice and the exact half-step comparison, as in the library
     (integer noise for an integer sensitivity, ``sensitivity * Z`` otherwise): threshold noise scale 2 s / eps (none with
     ``threshold_noise=False``), query noise scale ``query_multiple`` * s / eps (4 is right).
+    ``rng`` is a generator or a ``LaplaceStream`` (share one across runs: faster, same law).
     """
 
     def __init__(self, threshold, epsilon, sensitivity=1, rng=None, *,
@@ -257,13 +336,13 @@ class SketchAboveThreshold:
         self.unit = 1 if self.integer else sensitivity
         self.steps = sensitivity if self.integer else 1
         self.epsilon = epsilon
-        self.rng = rng
+        self.noise = rng if isinstance(rng, LaplaceStream) else LaplaceStream(np.random.default_rng(rng))
         self.query_multiple = query_multiple
         self.threshold = threshold
         self.threshold_steps = self._noise(2) if threshold_noise else 0
 
     def _noise(self, multiple):
-        return int(discrete_laplace_noise(1, self.epsilon / multiple, self.steps, self.rng)[0])
+        return int(self.noise.draw(self.epsilon / multiple, self.steps))
 
     def test(self, value) -> bool:
         """value + unit * nu >= threshold + unit * (rho - 1/2), exactly (the library's rule)."""
@@ -285,7 +364,7 @@ def test_above_threshold_private(setting):
     1/1000): no leak proven."""
     threshold, sensitivity, scale = AT_SETTINGS[setting]
     d_values, dp_values = _at_pair(threshold, sensitivity, scale)
-    n = 100_000
+    n = AT_N
 
     def factory(rng):
         return AboveThreshold(threshold, AT_EPS, sensitivity, rng)
@@ -296,9 +375,9 @@ def test_above_threshold_private(setting):
     assert_no_leak(result, f"AboveThreshold ({setting})")
 
 
-AT_BROKEN = {
-    "no_threshold_noise": dict(threshold_noise=False),
-    "half_query_noise": dict(query_multiple=2),
+AT_BROKEN = {  # name: (the sketch's knobs, runs per input)
+    "no_threshold_noise": (dict(threshold_noise=False), AT_N),
+    "half_query_noise": (dict(query_multiple=2), 15_000),
 }
 
 
@@ -310,27 +389,29 @@ def test_above_threshold_broken_is_caught(broken, setting):
     pair: the same audit must prove the leak."""
     threshold, sensitivity, scale = AT_SETTINGS[setting]
     d_values, dp_values = _at_pair(threshold, sensitivity, scale)
-    n = 20_000
+    knobs, n = AT_BROKEN[broken]
 
     def factory(rng):
-        return SketchAboveThreshold(threshold, AT_EPS, sensitivity, rng, **AT_BROKEN[broken])
+        return SketchAboveThreshold(threshold, AT_EPS, sensitivity, rng, **knobs)
 
-    d = _first_above(factory, d_values, n, _rng(41, AT_SEEDS[setting], 1))
-    dp = _first_above(factory, dp_values, n, _rng(41, AT_SEEDS[setting], 2))
+    d = _first_above(factory, d_values, n, LaplaceStream(_rng(41, AT_SEEDS[setting], 1)))
+    dp = _first_above(factory, dp_values, n, LaplaceStream(_rng(41, AT_SEEDS[setting], 2)))
     assert_leak(audit(d, dp, AT_EPS, events=AT_EVENTS), f"AboveThreshold {broken} ({setting})")
 
 
 # The textbook failure of AboveThreshold without threshold noise: D = [T] * k, D' = [T - 1] * k,
 # event "no above in k queries". Without threshold noise the k comparisons are independent and
 # the loss grows with k (exactly 2.0 eps at eps = 3, k = 8: P = 0.0453 vs 0.000112); with it,
-# the threshold shift bounds this event by e^(eps/2) (exact loss 0.499 eps).
+# the threshold shift bounds this event by e^(eps/2) (exact loss 0.499 eps). Size: the broken
+# variant's most telling event is {out >= 7} (D' over D: 0.0667 vs 0.00035, as on the tight
+# pair): leak_power = 0.99993 at AT_N = 20,000 (was 30,000 for the real mechanism).
 AT_NONE_PAIR = ([0] * AT_K, [-1] * AT_K)
 
 
 @pytest.mark.slow
 def test_above_threshold_none_above_private():
     """Real AboveThreshold on the "no above" pair: no leak proven."""
-    n = 30_000
+    n = AT_N
 
     def factory(rng):
         return AboveThreshold(0, AT_EPS, 1, rng)
@@ -341,12 +422,13 @@ def test_above_threshold_none_above_private():
 
 def test_above_threshold_none_above_without_threshold_noise_is_caught():
     """Without threshold noise the "no above" event gives the mechanism away."""
-    n = 20_000
+    n = AT_N
 
     def factory(rng):
         return SketchAboveThreshold(0, AT_EPS, 1, rng, threshold_noise=False)
 
-    d, dp = (_first_above(factory, values, n, _rng(45, i)) for i, values in enumerate(AT_NONE_PAIR))
+    d, dp = (_first_above(factory, values, n, LaplaceStream(_rng(45, i)))
+             for i, values in enumerate(AT_NONE_PAIR))
     assert_leak(audit(d, dp, AT_EPS, events=AT_EVENTS),
                 "AboveThreshold without threshold noise (no-above pair)")
 
@@ -362,7 +444,7 @@ def test_above_threshold_sketch_matches_library():
         real = _first_above(lambda rng: AboveThreshold(threshold, AT_EPS, sensitivity, rng),
                             d_values, n, _rng(42, AT_SEEDS[setting], 1))
         sketch = _first_above(lambda rng: SketchAboveThreshold(threshold, AT_EPS, sensitivity, rng),
-                              d_values, n, _rng(42, AT_SEEDS[setting], 2))
+                              d_values, n, LaplaceStream(_rng(42, AT_SEEDS[setting], 2)))
         table = np.array([np.bincount(real, minlength=AT_K + 1), np.bincount(sketch, minlength=AT_K + 1)])
         p_value = stats.chi2_contingency(table)[1]
         assert p_value > GOF_ALPHA, (
@@ -381,6 +463,9 @@ def test_above_threshold_sketch_matches_library():
 # comparisons, enumerating the noise gave P[first above at query 6] = 0.0719 vs 0.00106 (loss
 # 1.41 eps) and 0.0718 vs 0.00123 (1.36 eps): e.g. 1.9 + 0 >= 0.9 + 1 is True in floats (0.9 + 1
 # rounds to the float 1.9). The library now compares exactly, half a lattice step below.
+# Size: against those old laws, with 21 events, leak_power on {out == 5} is 0.999998 and
+# 0.9997 at 45,000 runs (0.99995 and 0.9974 at the former 40,000).
+AT_FLOAT_N = 45_000
 AT_FLOAT_CASES = {"lattice_0.7": (1 / 3, 0.7), "integer_1": (0.9, 1.0)}
 AT_FLOAT_K = 6
 
@@ -405,7 +490,7 @@ def test_above_threshold_float_pairs_are_neighbours(case):
 def test_above_threshold_float_ties(case):
     threshold, sensitivity = AT_FLOAT_CASES[case]
     d_values, dp_values = _at_float_pair(threshold, sensitivity)
-    n = 40_000
+    n = AT_FLOAT_N
 
     def factory(rng):
         return AboveThreshold(threshold, AT_EPS, sensitivity, rng)
@@ -439,14 +524,22 @@ def _numeric_sparse_outputs(values, threshold, eps_test, eps_release, sensitivit
 # Design A (cheap, both ways): one query, T = 0, D = [0] vs D' = [-1], eps_test = 1,
 # eps_release = 2 (claimed 3). The value part carries e^2 (real) or e^4 (release noise scale
 # halved), the test part at most e^1: the broken variant is caught at point events (0, v).
+# Size: the broken variant's (0, 0) has P = 0.5230 vs 0.00808 (loss 1.39 eps); the audit selects
+# at most 20 events on 20% of the runs and decides on the rest: leak_power = 0.99998 at 7,000
+# runs (5,600 deciding; 0.9994 at 6,000). Simulated on the exact law with the selection step:
+# caught in 998 of 1,000 audits at 5,000 runs, 1,000 of 1,000 at 6,000 and 7,000.
 NS_A = dict(values=([0], [-1]), threshold=0, eps_test=1.0, eps_release=2.0)
+NS_A_N = 7_000  # runs per input, real (was 30,000) and broken (was 10,000)
 # Design B (tight, real only): the AboveThreshold pair with eps_test = 3, eps_release = 1; the
-# event (7, v) for v >= 0 has loss 0.99 * 3 + 1 = 3.97 of the claimed 4.
+# event (7, v) for v >= 0 has loss 0.99 * 3 + 1 = 3.97 of the claimed 4. No broken variant runs
+# on this pair to size it by (the release noise halved would need far more than 60,000 runs:
+# its most telling event (7, 0) has P = 0.0354 vs 0.00025, spread over many values), so it
+# keeps its size.
 NS_B = dict(values=([-1] * 7 + [0], [0] * 7 + [-1]), threshold=0, eps_test=3.0, eps_release=1.0)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design,n", [("A", 30_000), ("B", 60_000)])
+@pytest.mark.parametrize("design,n", [("A", NS_A_N), ("B", 60_000)])
 def test_numeric_sparse_private(design, n):
     """Real NumericSparse at eps_test + eps_release: no leak proven (events chosen on a
     selection split: point events on (index, value))."""
@@ -465,7 +558,7 @@ def test_numeric_sparse_half_release_noise_is_caught():
     eps_test + eps_release on design A."""
     spec = NS_A
     eps = spec["eps_test"] + spec["eps_release"]
-    n = 10_000
+    n = NS_A_N
     outs = [
         _numeric_sparse_outputs(values, spec["threshold"], spec["eps_test"], 2 * spec["eps_release"], 1, n,
                                 _rng(51, i))
@@ -515,9 +608,13 @@ def test_numeric_sparse_refuses_float_releases(case):
 # eps = 4 for the real mechanism, 1.36 eps with every run at the full eps (the split
 # forgotten). The answer tuples that can occur are known in advance (at most max_above
 # "above", then "not asked"), so they form a fixed family of point events: no selection split.
+# Size (``_sparse_law``): the broken variant's "above at 3 and 6" has P = 0.1078 vs 0.00046; with
+# 22 events, leak_power = 0.99990 at 50,000 runs (0.9934 at 40,000; 0.999 needs 44,800). The real
+# mechanism runs at the same size (was 40,000).
 
 SPARSE_EPS, SPARSE_MAX_ABOVE = 4.0, 2
 SPARSE_PAIR = ([-1, -1, 0] * 2, [0, 0, -1] * 2)
+SPARSE_N = 50_000  # runs per input
 
 
 class SparseNoSplit(Sparse):
@@ -567,7 +664,7 @@ def _sparse_outputs(cls, values, n, rng) -> np.ndarray:
 @pytest.mark.slow
 def test_sparse_private():
     """Real Sparse: no leak proven over point events on the answer tuples."""
-    n = 40_000
+    n = SPARSE_N
     outs = [_sparse_outputs(Sparse, values, n, _rng(60, i)) for i, values in enumerate(SPARSE_PAIR)]
     assert_no_leak(audit(*outs, SPARSE_EPS, events=SPARSE_EVENTS), "Sparse")
 
@@ -575,9 +672,94 @@ def test_sparse_private():
 @pytest.mark.slow
 def test_sparse_without_split_is_caught():
     """Broken: epsilon not split over the max_above runs; the same audit must catch it."""
-    n = 50_000
+    n = SPARSE_N
     outs = [_sparse_outputs(SparseNoSplit, values, n, _rng(61, i)) for i, values in enumerate(SPARSE_PAIR)]
     assert_leak(audit(*outs, SPARSE_EPS, events=SPARSE_EVENTS), "Sparse without the epsilon split")
+
+
+def _sparse_law(values, epsilon_run) -> dict[int, float]:
+    """The exact law of Sparse's answer code (max_above = 2, T = 0, sensitivity 1): the first
+    run's first "above" at i, then a fresh run on the queries after it (``_first_above_law``)."""
+    assert SPARSE_MAX_ABOVE == 2
+    k = len(values)
+    first = _first_above_law(values, epsilon_run)
+    law = {_sparse_code([0] * k): first[k]}
+    for i in range(k):
+        second = _first_above_law(values[i + 1:], epsilon_run)
+        for j, p in enumerate(second):  # j: offset of the second "above" (k - i - 1: none)
+            answers = [0] * i + [1] + [0] * j
+            if j < k - i - 1:
+                answers += [1] + [2] * (k - i - 2 - j)
+            law[_sparse_code(answers)] = law.get(_sparse_code(answers), 0.0) + first[i] * p
+    return law
+
+
+def _best_power(p_d, p_dp, n, eps, delta=0.0) -> tuple[float, int]:
+    """The largest ``leak_power`` over the events (both directions), and that event's index."""
+    p_d, p_dp = np.asarray(p_d, dtype=float), np.asarray(p_dp, dtype=float)
+    best = (0.0, -1)
+    for index, (a, b) in enumerate(zip(p_d, p_dp)):
+        for p, q in ((a, b), (b, a)):
+            if p > math.exp(eps) * q + delta:
+                best = max(best, (leak_power(p, q, n, eps, len(p_d), delta), index))
+    return best
+
+
+def test_sizes_catch_the_broken_variants():
+    """The power calculation behind the sample sizes: on each broken variant's exact law, the
+    audit at the size used proves the leak with probability >= 0.999 from one event alone
+    (``leak_power``, a lower bound for the family; for the audits that select their events,
+    on the 80% that decide, with 20 events). The real mechanisms run at the same sizes. The
+    laws are checked too: they sum to 1 and give the losses quoted in the comments."""
+    powers = {}
+    tight = _at_pair(0, 1)  # integer gaps: the fractional setting's law is the same (exact comparisons)
+    real = [_first_above_law(values, AT_EPS) for values in tight]
+    assert math.log(real[0][AT_K - 1] / real[1][AT_K - 1]) / AT_EPS == pytest.approx(0.990, abs=1e-3)
+    none_above = {"no_threshold_noise": AT_BROKEN["no_threshold_noise"]}
+    for pair, variants in ((tight, AT_BROKEN), (AT_NONE_PAIR, none_above)):
+        for name, (knobs, n) in variants.items():
+            laws = [_first_above_law(values, AT_EPS, **knobs) for values in pair]
+            assert all(law.sum() == pytest.approx(1) for law in laws)
+            label = f"AboveThreshold {name}" + (", no-above pair" if pair is AT_NONE_PAIR else "")
+            powers[label] = _best_power(*map(_point_and_tail_probabilities, laws), n, AT_EPS)[0]
+
+    for method, (m, n) in EXP_CASES.items():
+        law = _softmax_probs if method == "gumbel" else _permute_and_flip_probs
+        p_d, p_dp = (_point_and_tail_probabilities(law(scores, 2 * EXP_EPS, EXP_SENS))
+                     for scores in _exp_scores(m))
+        powers[f"exponential {method}, eps / Delta"] = _best_power(p_d, p_dp, n, EXP_EPS)[0]
+
+    codes = [event.value for event in SPARSE_EVENTS]
+    for eps_run, label in ((SPARSE_EPS / SPARSE_MAX_ABOVE, None), (SPARSE_EPS, "Sparse without the split")):
+        laws = [_sparse_law(values, eps_run) for values in SPARSE_PAIR]
+        assert all(set(law) == set(codes) for law in laws)  # the law's support is the family's
+        p_d, p_dp = ([law[c] for c in codes] for law in laws)
+        assert sum(p_d) == pytest.approx(1) and sum(p_dp) == pytest.approx(1)
+        loss = max(abs(math.log(a / b)) for a, b in zip(p_d, p_dp) if a > 0 and b > 0) / SPARSE_EPS
+        assert loss == pytest.approx(0.621 if label is None else 1.364, abs=1e-3)
+        if label:
+            powers[label] = _best_power(p_d, p_dp, SPARSE_N, SPARSE_EPS)[0]
+
+    decide = GAUSS_N - round(0.2 * GAUSS_N)  # audit's selection split
+    eps = zcdp_epsilon(GAUSS_RHO, GAUSS_DELTA)
+    _, pmf = _gauss_pmf(1 / (8 * GAUSS_RHO))  # sigma halved: sigma^2 = 1 / (2 * 4 rho)
+    # outputs 10 + Z and 11 + Z on one grid; point and tail events at every value
+    p_d = _point_and_tail_probabilities(np.append(pmf, 0.0))
+    p_dp = _point_and_tail_probabilities(np.insert(pmf, 0, 0.0))
+    powers["discrete_gaussian half sigma"] = max(
+        leak_power(p, q, decide, eps, 20, GAUSS_DELTA)
+        for a, b in zip(p_d, p_dp) for p, q in ((a, b), (b, a)) if p > math.exp(eps) * q + GAUSS_DELTA)
+
+    spec = NS_A
+    above = [_first_above_law(values, spec["eps_test"])[0] for values in spec["values"]]
+    p_release = math.exp(-2 * spec["eps_release"])  # the broken release noise
+    release = [(1 - p_release) / (1 + p_release) * p_release ** abs(z) for z in (0, 1)]  # 0 = 0 + 0 = -1 + 1
+    powers["NumericSparse half release noise, (0, 0)"] = leak_power(
+        above[0] * release[0], above[1] * release[1], NS_A_N - round(0.2 * NS_A_N),
+        spec["eps_test"] + spec["eps_release"], 20)
+
+    weak = {label: power for label, power in powers.items() if not power >= 0.999}
+    assert not weak, f"sizes too small to catch the broken variants: {weak}"
 
 
 # =============================================================================================
