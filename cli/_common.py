@@ -272,9 +272,9 @@ def warn_if_inferred(schema, schema_file) -> None:
 
 
 variant_option = click.option(
-    "--variant", type=click.Choice(["practical", "theory"]), default="theory", show_default=True,
-    help="pmw: practical (tests and measures whole marginals, refits every measurement; L = the workload's column "
-         "subsets) or theory (the textbook PMW with its worst-case plan).",
+    "--variant", type=click.Choice(["practical", "theory"]), default="practical", show_default=True,
+    help="pmw: practical (warm-starts on the workload's shared 2-way marginals, tests and measures whole "
+         "marginals, refits every measurement) or theory (the textbook PMW with its worst-case plan).",
 )
 
 test_option = click.option(

@@ -50,7 +50,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
 @click.option("--updates", type=click.IntRange(1),
-              help="PMW's update bound L (practical default: the workload's column subsets; theory: planned).")
+              help="PMW's update bound L (practical default: the workload's column subsets "
+                   "that its warm start does not inform, at least a third of them; theory: planned).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
@@ -167,7 +168,7 @@ def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> No
 
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                      alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
-                     schema_file, variant="theory", test_kind="auto") -> None:
+                     schema_file, variant="practical", test_kind="auto") -> None:
     from synth.pmw_plan import plan_pmw
     from synth.row_count import DEFAULT_COUNT_SHARE
 

@@ -181,14 +181,14 @@ def check_table_size(schema, rows: int, source: str, option: str = "--sample-row
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha, variant="theory", test_kind="auto") -> None:
+                   measure, passes, alpha, variant="practical", test_kind="auto") -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
         "--measure": measure != "marginal", "--net": net != "exact", "--net-size": net_size is not None,
         "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
         "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
-        "--variant": variant != "theory", "--test": test_kind != "auto",
+        "--variant": variant != "practical", "--test": test_kind != "auto",
     }
     owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes"},
               "blr": {"--net", "--net-size", "--candidates", "--max-net", "--alpha"},
@@ -209,7 +209,7 @@ ESTIMATE_AFTER_SECONDS = 10.0
 
 
 def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
-              updates, alpha, variant="theory"):
+              updates, alpha, variant="practical"):
     """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
     progress bar already counts candidates, and for a PMW plan that needs the noisy n."""
     from synth.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate

@@ -28,15 +28,15 @@ import numpy as np
 from .accounting import Accountant
 from .mechanisms import AboveThreshold, discrete_laplace
 from .monitor import KLMonitor
-from .pmw_plan import PMWPlan, plan_pmw
+from .pmw_plan import PlanError, PMWPlan, plan_pmw
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .rng import make_rng
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
 from .validation import check_budget_epsilon, normalized_prior
-from .workload import Query, Workload
+from .workload import Query, Workload, parse_query
 
-__all__ = ["PMW", "PMWAnswer", "PMWRun", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
+__all__ = ["OpenPMW", "PMW", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
 
 LAZY, UPDATE, HALTED = "lazy", "update", "halted"
 _RENORMALIZE_OUTSIDE = (1e-100, 1e100)
@@ -133,8 +133,10 @@ class PMW:
         return self.plan.rows * _query_value(self.model_table(query.columns), query)
 
     # -- answering -----------------------------------------------------------------------
-    def answer(self, query: Query, *, query_id: int = -1, label: str = "") -> PMWAnswer:
+    def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:
         """Answer one counting query (in rows), spending budget only on updates."""
+        if isinstance(query, dict):  # the workload file's form, e.g. {"where": {"sex": "Male"}}
+            query = parse_query(query, self.schema, index=max(query_id, 0))
         model_count = self.model_answer(query)
         if self.halted:
             self.rounds[HALTED] += 1
@@ -213,6 +215,94 @@ class PMWRun:
 
 
 VARIANTS = ("practical", "theory")
+#: Most passes of a workload through the practical variant (each pass after the first is nearly all lazy).
+MAX_PRACTICAL_PASSES = 100
+
+
+@dataclass
+class OpenPMW:
+    """A PMW ready for its first query: the engine, its plan, accountant, monitor and notes."""
+
+    pmw: "PMW | PracticalPMW"
+    plan: "PMWPlan | PracticalPlan"
+    accountant: Accountant
+    monitor: "KLMonitor | PracticalMonitor | None"
+    notes: list[str]
+
+
+def open_pmw(
+    codes: np.ndarray,
+    schema: Schema,
+    epsilon: float,
+    delta: float = 0.0,
+    beta: float = 0.05,
+    *,
+    subsets: Sequence[Sequence[str]] = (),
+    queries: int | None = None,
+    rows: int | None = None,
+    rng: np.random.Generator | int | None = None,
+    count_share: float = DEFAULT_COUNT_SHARE,
+    updates: int | None = None,
+    alpha: float | None = None,
+    monitor: bool = False,
+    prior: np.ndarray | None = None,
+    variant: str = "practical",
+    test: str = "auto",
+    test_share: float | None = None,
+    warm: bool = True,
+) -> OpenPMW:
+    """Plan PMW and start it, before any query is read (the warm start, if any, runs here).
+
+    ``subsets``: the column subsets the queries will be on, when declared (a workload): the
+    practical variant's warm start measures their shared 2-way marginals (3-way and wider
+    workloads) and L defaults to ``pmw_practical.default_updates``; with none declared (an
+    interactive stream) there is no warm start and L defaults to the number of 1-, 2- and
+    3-way subsets of the schema's columns, at most 100. ``queries``: the stream's length,
+    which the theory variant's plan needs. n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
+    is bought with ``count_share * epsilon`` and charged to the accountant.
+    """
+    epsilon = check_budget_epsilon(epsilon)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant ({variant!r}) must be one of: {', '.join(VARIANTS)}")
+    if variant == "theory" and (test != "auto" or test_share is not None or not warm):
+        raise ValueError("test, test_share and warm apply to the practical variant only")
+    generator = make_rng(rng)
+    accountant = Accountant(epsilon, delta)
+    notes: list[str] = []
+    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    if not count.public:
+        notes.append(count.describe())
+    n, count_epsilon = count.rows, count.epsilon
+    if variant == "practical":
+        from .pmw_practical import (DEFAULT_TEST_SHARE, PracticalPMW, default_updates, plan_practical,
+                                    warm_start_subsets)
+
+        warm_subsets = warm_start_subsets(subsets) if warm else ()
+        if not updates:
+            updates = (default_updates(subsets, warm_subsets) if subsets
+                       else min(100, _subsets_up_to(len(schema), 3)))
+        plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=beta,
+                              rows_public=count.public, epsilon_count=count_epsilon, alpha=alpha, test=test,
+                              test_share=DEFAULT_TEST_SHARE if test_share is None else test_share,
+                              warm_subsets=warm_subsets)
+        watcher = None
+        if monitor:
+            from .monitor import PracticalMonitor
+
+            watcher = PracticalMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
+        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+    else:
+        if queries is None:
+            raise ValueError("the theory variant plans from the number of queries: give queries=")
+        plan = plan_pmw(epsilon, delta, n, schema.universe_size, queries, beta,
+                        rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
+        watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
+        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+    return OpenPMW(pmw, plan, accountant, watcher, notes)
+
+
+def _subsets_up_to(columns: int, way: int) -> int:
+    return sum(math.comb(columns, k) for k in range(1, min(way, columns) + 1))
 
 
 def run_pmw(
@@ -232,47 +322,26 @@ def run_pmw(
     monitor: bool = False,
     prior: np.ndarray | None = None,
     progress=None,
-    variant: str = "theory",
+    variant: str = "practical",
     test: str = "auto",
     test_share: float | None = None,
+    warm: bool = True,
 ) -> PMWRun:
     """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
 
-    ``variant="practical"`` (the default, ``synth.pmw_practical``) tests whole marginals,
-    measures whole marginals and refits every measurement; L defaults to the workload's number
-    of column subsets. ``"theory"`` is the textbook PMW of this module with its worst-case plan.
-    n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
-    is bought with ``count_share * epsilon`` and charged to the accountant.
+    ``variant="practical"`` (the default, ``synth.pmw_practical``) warm-starts on the
+    workload's shared 2-way marginals, tests whole marginals, measures whole marginals and
+    refits every measurement; L defaults to ``pmw_practical.default_updates``. ``"theory"`` is
+    the textbook PMW of this module with its worst-case plan. See ``open_pmw`` for n.
     """
-    epsilon = check_budget_epsilon(epsilon)
-    if variant not in VARIANTS:
-        raise ValueError(f"variant ({variant!r}) must be one of: {', '.join(VARIANTS)}")
-    if variant == "theory" and (test != "auto" or test_share is not None):
-        raise ValueError("test and test_share apply to the practical variant only")
-    generator = make_rng(rng)
-    accountant = Accountant(epsilon, delta)
-    notes: list[str] = []
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
-    if not count.public:
-        notes.append(count.describe())
-    n, count_epsilon = count.rows, count.epsilon
-    if variant == "practical":
-        from .pmw_practical import DEFAULT_TEST_SHARE, PracticalPMW, plan_practical
-
-        plan = plan_practical(epsilon, delta, n, schema.universe_size, updates or len(workload.subsets), beta=beta,
-                              rows_public=count.public, epsilon_count=count_epsilon, alpha=alpha, test=test,
-                              test_share=DEFAULT_TEST_SHARE if test_share is None else test_share)
-        watcher = None
-        if monitor:
-            from .monitor import PracticalMonitor
-
-            watcher = PracticalMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
-        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
-    else:
-        plan = plan_pmw(epsilon, delta, n, schema.universe_size, len(workload) * passes, beta,
-                        rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
-        watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
-        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+    if variant == "practical" and passes > MAX_PRACTICAL_PASSES:
+        raise PlanError(f"passes ({passes:,}) must be at most {MAX_PRACTICAL_PASSES} for the practical variant: after "
+                         "the first pass every subset is measured or tested, so more passes only repeat answers")
+    opened = open_pmw(codes, schema, epsilon, delta, beta, subsets=workload.subsets, queries=len(workload) * passes,
+                      rows=rows, rng=rng, count_share=count_share, updates=updates, alpha=alpha, monitor=monitor,
+                      prior=prior, variant=variant, test=test, test_share=test_share, warm=warm)
+    pmw, plan, accountant, watcher, notes = (opened.pmw, opened.plan, opened.accountant, opened.monitor,
+                                             opened.notes)
     answers = np.zeros(len(workload))
     rounds = [""] * len(workload)
     total, every = len(workload) * passes, max(1, len(workload) * passes // 100)

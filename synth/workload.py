@@ -32,7 +32,7 @@ from ._io import atomic_write, read_json
 from .errors import SchemaError, WorkloadError, locate
 from .schema import Schema
 
-__all__ = ["Query", "Workload"]
+__all__ = ["Query", "Workload", "parse_query"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,6 +215,12 @@ class _Group:
         out[self.cell_ids] = flat[self.cell_index]
         for i, index in self.other:
             out[i] = table[index].sum()
+
+
+def parse_query(item: Any, schema: Schema, source: object = "query", index: int = 0) -> Query:
+    """One query in the workload file's form (``{"where": {...}, "name": ...}``), checked against
+    ``schema``; errors name ``source`` and ``index``. What PMW's ``answer`` takes from a stream."""
+    return _parse_query(item, index, schema, source)
 
 
 def _parse_query(item: Any, i: int, schema: Schema, source: object) -> Query:

@@ -30,15 +30,24 @@ def run(*args):
 
 def pmw_args(files, *extra):
     return ["answer", files / "d.csv", "--schema", files / "s.json", "--workload", files / "w.json",
-            "--mechanism", "pmw", "--epsilon", "30", "--alpha", "0.15", "--passes", "2", *extra]
+            "--mechanism", "pmw", "--variant", "theory", "--epsilon", "30", "--alpha", "0.15", "--passes", "2", *extra]
 
 
 def test_plan_runs_without_data(files):
     result = run("answer", "--schema", files / "s.json", "--workload", files / "w.json", "--mechanism", "pmw",
-                 "--epsilon", "30", "--rows", "6000", "--plan")
+                 "--variant", "theory", "--epsilon", "30", "--rows", "6000", "--plan")
     assert result.exit_code == 0, result.output
     assert "PMW plan (public: computed without reading the data)" in result.stdout
     assert "update bound L" in result.stdout
+
+
+def test_practical_plan_runs_without_data(files):
+    """The default variant's plan: L, the warm start (3-way workloads) and the threshold, without the data."""
+    result = run("answer", "--schema", files / "s.json", "--workload", files / "w.json", "--mechanism", "pmw",
+                 "--epsilon", "30", "--rows", "6000", "--plan")
+    assert result.exit_code == 0, result.output
+    assert "PMW plan, practical variant (public: computed without reading the data)" in result.stdout
+    assert "update bound          L=" in result.stdout and "threshold T" in result.stdout
 
 
 def test_plan_needs_a_public_row_count(files):
@@ -93,7 +102,8 @@ def test_without_rows_a_noisy_count_is_bought_and_reported(files):
     (("--mechanism", "pmw", "--epsilon", "0"), "epsilon (0.0) must be finite and > 0"),
     (("--mechanism", "pmw", "--epsilon", "1", "--delta", "1"), "delta (1.0) must be in [0, 1)"),
     (("--mechanism", "pmw", "--epsilon", "1", "--beta", "0"), "beta (0.0) must be in (0, 1)"),
-    (("--mechanism", "pmw", "--epsilon", "0.001", "--rows", "6000"), "is too small for n=6,000 rows"),
+    (("--mechanism", "pmw", "--variant", "theory", "--epsilon", "0.001", "--rows", "6000"),
+     "is too small for n=6,000 rows"),
     (("--mechanism", "pmw", "--epsilon", "1", "--count-epsilon", "2"), "over the budget epsilon=1"),
 ])
 def test_bad_pmw_options_fail_cleanly(files, extra, message):

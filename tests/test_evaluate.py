@@ -474,10 +474,10 @@ def test_a_csv_without_its_model_says_its_record_is_not_recorded(files, tmp_path
 
 
 def test_answers_with_their_model_show_the_models_record_and_the_monitors_l(files, tmp_path):
-    """A PMW run at epsilon 1 (n bought as a noisy count) makes no update here: its monitor file
-    has no row, and the report must still show the run's L (it used to say L = 0)."""
+    """A theory-variant PMW run at epsilon 1 (n bought as a noisy count) makes no update here: its
+    monitor file has no row, and the report must still show the run's L (it used to say L = 0)."""
     result = run("answer", files / "d.csv", "--schema", files / "s.json", "--workload", files / "w.json",
-                 "--mechanism", "pmw", "--epsilon", "1", "--delta", "1e-6", "--seed", "5", "-o", tmp_path / "pmw.csv",
+                 "--mechanism", "pmw", "--variant", "theory", "--epsilon", "1", "--delta", "1e-6", "--seed", "5", "-o", tmp_path / "pmw.csv",
                  "--save-model", tmp_path / "pmw.npz", "--monitor", tmp_path / "kl.csv", "--quiet")
     assert result.exit_code == 0, result.output
     model = Model.load(tmp_path / "pmw.npz")
@@ -515,7 +515,7 @@ def test_the_monitor_file_keeps_the_runs_l(tmp_path, epsilon, alpha, rng, update
     from .test_pmw import SCHEMA as PMW_SCHEMA, WORKLOAD as PMW_WORKLOAD
 
     pmw = run_pmw(correlated_codes(4000, 2), PMW_SCHEMA, PMW_WORKLOAD, epsilon, alpha=alpha, rows=4000, rng=rng,
-                  passes=2, monitor=True)
+                  passes=2, monitor=True, variant="theory")
     assert (pmw.pmw.updates > 0) == (updates == "some") and pmw.plan.updates > 0
     log = report.read_monitor(write_monitor(pmw, tmp_path / "kl.csv"))
     assert len(log) == pmw.pmw.updates

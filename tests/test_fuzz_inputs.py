@@ -701,7 +701,8 @@ ENGINES = {
     "generate mwem": (["--mechanism", "mwem", "--epsilon", "1"],
                       ["--epsilon", "--rows", "--sample-rows", "--count-epsilon", "--rounds", "--passes",
                        "--select-share", "--beta"]),
-    "generate pmw": (["--mechanism", "pmw", "--epsilon", "100", "--rows", "1000", "--sample-rows", "20"],
+    "generate pmw": (["--mechanism", "pmw", "--variant", "theory", "--epsilon", "100", "--rows", "1000",
+                      "--sample-rows", "20"],
                      ["--epsilon", "--delta", "--rows", "--sample-rows", "--count-epsilon", "--alpha", "--beta",
                       "--updates", "--passes"]),
     "generate blr": (["--mechanism", "blr", "--epsilon", "1", "--max-net", "10000"],
@@ -709,11 +710,16 @@ ENGINES = {
                       "--max-net"]),
     "generate blr sampled": (["--mechanism", "blr", "--net", "sampled", "--epsilon", "1", "--candidates", "50"],
                              ["--epsilon", "--rows", "--net-size", "--candidates", "--alpha", "--beta"]),
-    "answer pmw": (["--mechanism", "pmw", "--epsilon", "100", "--rows", "1000"],
+    "answer pmw": (["--mechanism", "pmw", "--variant", "theory", "--epsilon", "100", "--rows", "1000"],
                    ["--epsilon", "--delta", "--rows", "--count-epsilon", "--alpha", "--beta", "--updates",
                     "--passes"]),
-    "answer pmw plan": (["--mechanism", "pmw", "--epsilon", "100", "--rows", "1000", "--plan"],
+    "answer pmw plan": (["--mechanism", "pmw", "--variant", "theory", "--epsilon", "100", "--rows", "1000", "--plan"],
                         ["--epsilon", "--delta", "--rows", "--alpha", "--beta", "--updates", "--passes"]),
+    "answer pmw practical": (["--mechanism", "pmw", "--epsilon", "100", "--rows", "1000"],
+                             ["--epsilon", "--delta", "--rows", "--count-epsilon", "--alpha", "--beta", "--updates",
+                              "--passes"]),
+    "answer pmw practical plan": (["--mechanism", "pmw", "--epsilon", "100", "--rows", "1000", "--plan"],
+                                  ["--epsilon", "--delta", "--rows", "--alpha", "--beta", "--updates", "--passes"]),
     "sample": ([], ["--rows"]),
 }
 
@@ -923,6 +929,10 @@ OPTION_REGRESSIONS = [
     ("generate pmw", "--passes", str(2**63),
      r"queries k \(18,446,744,073,709,551,616: the workload's queries times the passes\) is more than 2\^63 - 1"),
     ("answer pmw", "--passes", str(2**63), r"queries k \(36,893,488,147,419,103,232: .*ask for fewer passes"),
+    ("answer pmw practical", "--passes", str(2**63), r"passes \(9,223,372,036,854,775,808\) must be at most 100"),
+    ("answer pmw practical plan", "--updates", str(2**63),
+     r"updates L \(9,223,372,036,854,775,808\) must be at most 1,000,000: ask for fewer \(--updates\)"),
+    ("answer pmw practical", "--delta", "5e-324", None),
 ]
 
 

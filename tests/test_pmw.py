@@ -73,7 +73,7 @@ def test_infeasible_plan_is_refused_with_a_reason():
 
 def test_rounds_accounting_and_halting():
     codes = correlated_codes(5000, 1)
-    run = run_pmw(codes, SCHEMA, WORKLOAD, 20.0, 0.0, rows=5000, rng=3, updates=3, passes=3)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 20.0, 0.0, rows=5000, rng=3, updates=3, passes=3, variant="theory")
     pmw = run.pmw
     assert pmw.updates == 3 and pmw.halted
     assert pmw.rounds[UPDATE] == 3 and pmw.rounds[HALTED] > 0
@@ -87,7 +87,7 @@ def test_rounds_accounting_and_halting():
 
 def test_noisy_row_count_is_bought_when_n_is_not_public():
     codes = correlated_codes(3000, 2)
-    run = run_pmw(codes, SCHEMA, WORKLOAD, 20.0, 0.0, rng=4, updates=5)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 20.0, 0.0, rng=4, updates=5, variant="theory")
     first = run.accountant.ledger()[0]
     assert first.mechanism == "discrete_laplace" and first.note == "noisy row count"
     assert first.epsilon == pytest.approx(1.0)  # 5% of epsilon
@@ -97,19 +97,19 @@ def test_noisy_row_count_is_bought_when_n_is_not_public():
 
 def test_seeded_runs_repeat_and_unseeded_differ():
     codes = correlated_codes(4000, 3)
-    first = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=11, alpha=0.15, passes=2)
+    first = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=11, alpha=0.15, passes=2, variant="theory")
     assert first.pmw.updates > 0
-    again = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=11, alpha=0.15, passes=2)
+    again = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=11, alpha=0.15, passes=2, variant="theory")
     np.testing.assert_array_equal(first.answers, again.answers)
-    others = [run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=None, alpha=0.15, passes=2).answers
+    others = [run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=None, alpha=0.15, passes=2, variant="theory").answers
               for _ in range(3)]
     assert any(not np.array_equal(first.answers, o) for o in others)
 
 
 def test_monitor_never_changes_what_is_released():
     codes = correlated_codes(4000, 4)
-    plain = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=5, alpha=0.15, passes=3)
-    watched = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=5, alpha=0.15, passes=3, monitor=True)
+    plain = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=5, alpha=0.15, passes=3, variant="theory")
+    watched = run_pmw(codes, SCHEMA, WORKLOAD, 30.0, rows=4000, rng=5, alpha=0.15, passes=3, monitor=True, variant="theory")
     np.testing.assert_array_equal(plain.answers, watched.answers)
     np.testing.assert_array_equal(plain.final, watched.final)
     assert watched.monitor is not None and len(watched.monitor.rows) == watched.pmw.updates
@@ -117,7 +117,7 @@ def test_monitor_never_changes_what_is_released():
 
 def test_potential_drops_as_the_theory_says():
     codes = correlated_codes(20_000, 5)
-    run = run_pmw(codes, SCHEMA, WORKLOAD, 200.0, rows=20_000, rng=6, alpha=0.12, passes=5, monitor=True)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 200.0, rows=20_000, rng=6, alpha=0.12, passes=5, monitor=True, variant="theory")
     rows = run.monitor.rows
     assert rows, "expected some updates"
     phi0 = None
@@ -138,7 +138,7 @@ def test_accuracy_within_alpha_for_at_least_1_minus_beta_of_seeds():
                                for s in WORKLOAD.subsets})
     within, seeds, beta = 0, 20, 0.1
     for seed in range(seeds):
-        run = run_pmw(codes, SCHEMA, WORKLOAD, 200.0, rows=20_000, rng=seed, beta=beta, passes=2)
+        run = run_pmw(codes, SCHEMA, WORKLOAD, 200.0, rows=20_000, rng=seed, beta=beta, passes=2, variant="theory")
         guaranteed = np.array([r != HALTED for r in run.rounds])
         error = np.abs(run.answers - exact)[guaranteed].max() / 20_000
         within += error <= run.plan.alpha

@@ -1,5 +1,6 @@
 """Practical PMW (synth.pmw_practical): its plan, its online loop, its release and its monitor."""
 
+import itertools
 import math
 
 import numpy as np
@@ -10,7 +11,9 @@ import synth.mwem
 import synth.pmw_practical
 from synth.accounting import Accountant
 from synth.pmw import HALTED, LAZY, UPDATE, run_pmw
-from synth.pmw_practical import PracticalPMW, PracticalPlanError, plan_practical
+from synth.pmw_practical import (PracticalPMW, PracticalPlanError, default_updates, plan_practical,
+                                 warm_start_subsets)
+from synth.schema import Coded, Schema
 from synth.tables import marginal, marginal_from_dense
 from synth.workload import Workload
 
@@ -127,3 +130,77 @@ def test_pmw_practical_refuses_a_plan_for_another_universe():
     plan = plan_practical(1.0, 0.0, 100, 10, 2)
     with pytest.raises(ValueError, match="the plan is for"):
         PracticalPMW(correlated_codes(100, 0), SCHEMA, plan)
+
+
+# -- the warm start -------------------------------------------------------------------------
+
+SIX = Schema(tuple(Coded(name, size) for name, size in zip("abcdef", (2, 3, 4, 2, 3, 2))))
+THREE_WAY = Workload.marginals(SIX, 3)
+
+
+def six_codes(n, seed):
+    """Rows where every column follows a (pairs carry most of the structure)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    columns = [a] + [np.where(rng.random(n) < 0.7, a % size, rng.integers(0, size, n)) for size in SIX.shape[1:]]
+    return np.stack(columns, axis=1).astype(np.int64)
+
+
+def test_warm_start_subsets_are_the_shared_pairs_of_wide_subsets():
+    pairs = warm_start_subsets(THREE_WAY.subsets)
+    assert sorted(pairs) == sorted(itertools.combinations("abcdef", 2))  # 15 pairs, each in 4 of the 20 triples
+    assert warm_start_subsets(TWO_WAY.subsets) == ()  # 1- and 2-way workloads: none
+    assert warm_start_subsets([("a", "b", "c")]) == ()  # a pair only one subset has informs only that one
+    four = Workload.marginals(SIX.project(list("abcd")), 3)  # 6 pairs for 4 triples: not worth it
+    assert warm_start_subsets(four.subsets) == ()
+    assert warm_start_subsets([]) == ()
+
+
+def test_default_updates_leave_out_what_the_warm_start_informs():
+    warm = warm_start_subsets(THREE_WAY.subsets)
+    assert default_updates(THREE_WAY.subsets, warm) == 7  # max(20 - 15, ceil(20 / 3))
+    assert default_updates(TWO_WAY.subsets, ()) == 3
+    assert default_updates([("a", "b", "c")], ()) == 1
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_warm_start_and_epochs_share_the_budget_with_equal_measurements(delta):
+    warm = warm_start_subsets(THREE_WAY.subsets)
+    plan = plan_practical(1.0, delta, 5000, SIX.universe_size, 3, warm_subsets=warm, epsilon_count=0.05)
+    accountant = Accountant(1.0, delta)
+    accountant.spend(0.05)
+    for _ in warm:
+        accountant.spend(rho=plan.rho_warm) if delta else accountant.spend(plan.epsilon_warm)
+    for _ in range(plan.updates):
+        accountant.spend(plan.epsilon_test)
+        accountant.spend(rho=plan.rho_measure) if delta else accountant.spend(plan.epsilon_measure)
+    assert 0.99 <= accountant.spent().epsilon <= 1.0
+    if delta:
+        assert plan.rho_warm == pytest.approx(plan.rho_measure) and not plan.epsilon_warm
+    else:
+        assert plan.epsilon_warm == pytest.approx(plan.epsilon_measure, rel=1e-9) and not plan.rho_warm
+    assert plan.warm_share == pytest.approx(15 / (15 + 3 / 0.8))
+    assert "warm start            15 marginals of 2 columns" in plan.describe()
+
+
+def test_the_warm_start_runs_before_the_first_query():
+    codes = six_codes(5000, 3)
+    run = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0)
+    warm = warm_start_subsets(THREE_WAY.subsets)
+    assert [tuple(m.columns) for m in run.pmw.log if m.update == 0] == list(warm)
+    assert [m.update for m in run.pmw.log] == sorted(m.update for m in run.pmw.log)  # warm start first
+    notes = [c.note for c in run.accountant.ledger()]
+    assert all(note.startswith("PMW warm start") for note in notes[:len(warm)])
+    assert not any("warm" in note for note in notes[len(warm):])
+    assert run.accountant.spent().epsilon <= 1.0 and run.pmw.updates <= run.plan.updates == 7
+    cold = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0, warm=False)
+    assert cold.plan.warm_subsets == () and not any(m.update == 0 for m in cold.pmw.log)
+
+
+def test_an_interactive_stream_has_no_warm_start_and_a_schema_l():
+    from synth.pmw import open_pmw
+
+    opened = open_pmw(six_codes(2000, 1), SIX, 1.0, rows=2000, rng=0)
+    assert opened.plan.warm_subsets == () and opened.plan.updates == 6 + 15 + 20
+    answer = opened.pmw.answer({"where": {"a": 1, "d": 0}}, query_id=0)
+    assert answer.round in (LAZY, UPDATE)
