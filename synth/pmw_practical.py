@@ -393,6 +393,7 @@ class PracticalPMW:
         for subset in self.plan.warm_subsets:
             note = f"PMW warm start {', '.join(subset)}"
             self._measure_marginal(subset, self.plan.epsilon_warm, self.plan.rho_warm, note)
+            self._done.add(subset)  # in every fit from now on: its queries are answered without a test
             self.log.append(_Measurement(0, "warm start", subset, "marginal", self._measured[-1][2].tolist()))
         self._total, passes, _ = mw_fit(self._weights, self._total, self.schema, self._measured_queries,
                                         self._measured, self.plan.rows, self.replay_passes, self._selections,

@@ -193,6 +193,12 @@ def test_the_warm_start_runs_before_the_first_query():
     assert all(note.startswith("PMW warm start") for note in notes[:len(warm)])
     assert not any("warm" in note for note in notes[len(warm):])
     assert run.accountant.spent().epsilon <= 1.0 and run.pmw.updates <= run.plan.updates == 7
+    # a workload that also asks the pairs: they were measured by the warm start, so never tested
+    both = Workload(SIX, Workload.marginals(SIX, 2).queries + THREE_WAY.queries)
+    run = run_pmw(codes, SIX, both, 1.0, rows=5000, rng=0)
+    assert len(run.plan.warm_subsets) == 15 and not any(len(m.columns) == 2 and m.update for m in run.pmw.log)
+    pair_cells = sum(math.prod(SIX[name].size for name in pair) for pair in run.plan.warm_subsets)
+    assert set(run.rounds[:pair_cells]) == {LAZY}
     cold = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0, warm=False)
     assert cold.plan.warm_subsets == () and not any(m.update == 0 for m in cold.pmw.log)
 
