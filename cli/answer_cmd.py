@@ -1,8 +1,12 @@
-"""``synth answer``: answer a workload of counting queries, exactly (non-private) or with PMW."""
+"""``synth answer``: answer a workload of counting queries, exactly (non-private) or with PMW,
+or, with ``--stream``, PMW's queries one JSON line at a time from stdin."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import json
+import signal
 
 import click
 
@@ -13,8 +17,10 @@ from ._common import (
     CheckedFloat,
     bad_rows_option,
     columns_option,
+    flush_stdout,
     load_schema,
     note,
+    one_line,
     output_folder_exists,
     output_option,
     progress,
@@ -35,8 +41,9 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
               help="Schema JSON, or a private-pgm domain file {column: size} (not needed with --model).")
-@click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Workload JSON (see the README for the format).")
+@click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
+              help="Workload JSON (see the README for the format). With --stream it only declares the column "
+                   "subsets to plan for (L, the warm start); its queries are not answered.")
 @click.option("--exact", is_flag=True,
               help="Exact counts from the private data: NOT differentially private, for the data owner only.")
 @click.option("--mechanism", type=click.Choice(["pmw"]), help="Private mechanism: pmw (Private Multiplicative Weights).")
@@ -55,6 +62,11 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
+@click.option("--stream", is_flag=True,
+              help="pmw: read one JSON query per line from stdin and write one JSON answer per line to stdout "
+                   "({query_id, answer, round, epsilon_spent}), each at once, so queries can be chosen adaptively.")
+@click.option("--queries", "stream_queries", type=click.IntRange(1),
+              help="--stream: end after N answers (--variant theory needs it: its plan is made for N queries).")
 @variant_option
 @test_option
 @click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
@@ -68,8 +80,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @force_option
 @output_option("Where to write the answers CSV")
 def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
-           alpha, passes, plan_only, variant, test_kind, monitor_file, model_file, bad_rows, seed, columns, quiet, force,
-           output) -> None:
+           alpha, passes, plan_only, stream, stream_queries, variant, test_kind, monitor_file, model_file, bad_rows, seed,
+           columns, quiet, force, output) -> None:
     """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
@@ -79,6 +91,13 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
     With --model the answers come from a released model (pmw, mwem or blr) without the data:
     post-processing, so they cost no privacy; the model's schema is used.
 
+    With --mechanism pmw --stream the queries come from stdin, one JSON object per line in the
+    workload's query form ({"where": {...}}, optionally with "query_id"), and each answer is
+    written to stdout as one JSON line as soon as it is made. A bad line gets {"query_id",
+    "error"} and the stream goes on. End of input (Ctrl-D), Ctrl-C or --queries N ends it with
+    a summary on stderr; --save-model and --monitor are written then. After L updates PMW halts:
+    it keeps answering from its model (round "halted"), spending nothing more.
+
     \b
     Examples:
       synth answer adult.csv --schema adult-domain.json --workload w.json --exact -o exact.csv
@@ -87,9 +106,16 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
       synth answer --schema adult-domain.json --workload w.json --mechanism pmw \\
           --epsilon 1 --rows 48842 --plan
       synth answer --model mwem.npz --workload new-queries.json -o answers.csv
+      synth answer demo.csv --schema demo-schema.json --mechanism pmw --epsilon 1 --stream < queries.jsonl
     """
     if exact + bool(mechanism) + bool(from_model) != 1:
         raise click.UsageError("choose one: --exact (NON-PRIVATE counts), --mechanism pmw (private) or --model M")
+    if stream:
+        _check_stream_options(mechanism, plan_only, passes, output, variant, stream_queries)
+    elif workload_file is None:
+        raise click.UsageError("Missing option '--workload' (only --stream runs without a workload)")
+    elif stream_queries is not None:
+        raise click.UsageError("--queries applies to --stream only (a workload run answers the workload's queries)")
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file, "--model": from_model},
                   {"-o": output, "--save-model": model_file, "--monitor": monitor_file}, force)
     if from_model:
@@ -102,7 +128,7 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
     from synth.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
-    queries = Workload.load(workload_file, selected)
+    queries = Workload.load(workload_file, selected) if workload_file is not None else None
     if exact:
         _answer_exactly(data, full, queries, columns, quiet, output, bad_rows)
     else:
@@ -110,6 +136,11 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
             raise click.UsageError("--mechanism pmw needs --epsilon")
         if test_kind != "auto" and variant == "theory":
             raise click.UsageError("--test applies to --variant practical")
+        if stream:
+            _answer_stream(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
+                           alpha, stream_queries, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant,
+                           test_kind)
+            return
         _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                          alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file,
                          variant, test_kind)
@@ -237,3 +268,218 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
         warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
     if model_file:
         note(f"model saved to {model_file}")
+
+
+# -- --stream: PMW online, one JSON line in, one JSON line out ------------------------------------
+
+
+def _check_stream_options(mechanism, plan_only, passes, output, variant, stream_queries) -> None:
+    """Refuse, before any work, what --stream cannot do."""
+    if not mechanism:
+        raise click.UsageError("--stream works with --mechanism pmw only (--exact and --model answer a workload file)")
+    if plan_only:
+        raise click.UsageError("--plan prints a workload run's plan: drop --stream (the stream's plan is printed "
+                               "on stderr when it starts)")
+    if passes != 1:
+        raise click.UsageError("--passes feeds a workload file again: drop it with --stream")
+    if output != "-":
+        raise click.UsageError("--stream writes its answers to stdout: drop -o (redirect stdout instead)")
+    if variant == "theory" and stream_queries is None:
+        raise click.UsageError("--stream --variant theory needs --queries N: the textbook plan is made for a "
+                               "stream of N queries")
+
+
+def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta, rows, count_epsilon, updates, alpha,
+                   limit, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant, test_kind) -> None:
+    from synth._io import output_group
+    from synth.data import read
+    from synth.pmw import HALTED, open_pmw
+    from synth.row_count import DEFAULT_COUNT_SHARE
+
+    warn_if_inferred(selected, schema_file)
+    with progress(f"reading {data}", quiet) as update:
+        encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
+    share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
+    opened = open_pmw(encoded.codes, selected, epsilon, delta, beta,
+                      subsets=workload.subsets if workload is not None else (), queries=limit,
+                      rows=rows if rows is not None else selected.rows, rng=seed, count_share=share, updates=updates,
+                      alpha=alpha, monitor=monitor_file is not None, variant=variant, test=test_kind)
+    pmw, plan, accountant = opened.pmw, opened.plan, opened.accountant
+    for line in opened.notes:
+        note(line)
+    declared = f" for the workload's {len(workload.subsets):,} column subsets" if workload is not None else ""
+    note(f"PMW ({variant}) ready{declared}: L={plan.updates:,} updates, epsilon={epsilon:g}, delta={delta:g} "
+         f"(spent so far: epsilon={accountant.spent().epsilon:.6g}); reading one JSON query per line from stdin, "
+         "answers on stdout")
+    tally = _serve(pmw, selected, accountant, limit)
+
+    if model_file or monitor_file:
+        with output_group() as outputs:
+            if model_file:
+                pmw.to_model(seeded=seed is not None).save(outputs.stage(model_file))
+            if monitor_file:
+                with open(outputs.stage(monitor_file), "w", encoding="utf-8", newline="") as handle:
+                    opened.monitor.write_csv(handle)
+    spent = accountant.spent()
+    note(f"stream ended ({tally.reason}): {tally.answers:,} answer{'s' * (tally.answers != 1)}, "
+         f"{tally.errors:,} error line{'s' * (tally.errors != 1)}")
+    note(f"PMW ({variant}): {pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+         + ", ".join(f"{k} {v:,}" for k, v in pmw.rounds.items()))
+    note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
+         f"of epsilon={epsilon:g}, delta={delta:g}")
+    if pmw.rounds[HALTED]:
+        warn(f"PMW halted after L={plan.updates:,} updates: {pmw.rounds[HALTED]:,} answers came from its model "
+             "(no budget spent) and carry no accuracy guarantee")
+    if monitor_file:
+        warn(f"{monitor_file} is a NON-PRIVATE diagnostic computed from the true data: never release it")
+    if model_file:
+        release = " (the release refits every measurement: its answers differ a little from the stream's)"
+        note(f"model saved to {model_file}" + (release if variant == "practical" else ""))
+    if tally.broken_pipe:
+        raise BrokenPipeError  # the reader went away: the files are written, exit as every command does
+
+
+class _Tally:
+    """What a stream did: answers, error lines, why it ended."""
+
+    def __init__(self) -> None:
+        self.answers = 0
+        self.errors = 0
+        self.reason = "end of input"
+        self.broken_pipe = False
+
+
+def _serve(pmw, schema, accountant, limit) -> _Tally:
+    """Answer stdin's lines on stdout until end of input, Ctrl-C, ``limit`` answers or an
+    exhausted budget; every line written is flushed at once."""
+    from synth.accounting import BudgetExceeded
+    from synth.pmw import HALTED
+
+    source = click.get_binary_stream("stdin")
+    sink = click.get_text_stream("stdout")
+    tally = _Tally()
+    position = 0  # a line's default query_id: 0, 1, 2... over the non-blank lines
+    said_halted = False
+    with _interrupt_between_lines() as interrupt:
+        while True:
+            try:
+                with interrupt.reading():
+                    raw = source.readline()
+            except KeyboardInterrupt:
+                tally.reason = "interrupted"
+                break
+            if not raw:
+                break
+            interrupt.lines += 1
+            if not raw.strip():
+                continue
+            try:
+                record = _answer_line(pmw, schema, accountant, raw, interrupt.lines, position)
+            except BudgetExceeded as exc:
+                record = {"query_id": position, "error": one_line(f"line {interrupt.lines}: budget exhausted: {exc}")}
+                tally.reason = "budget exhausted"
+            position += 1
+            try:
+                sink.write(json.dumps(record) + "\n")
+                flush_stdout(sink)
+            except BrokenPipeError:
+                tally.reason, tally.broken_pipe = "stdout closed", True
+                break
+            tally.errors += "error" in record
+            tally.answers += "answer" in record
+            if record.get("round") == HALTED and not said_halted:
+                said_halted = True
+                note(f"PMW halted after L={pmw.plan.updates:,} updates: later answers come from its model, spend "
+                     "nothing and carry no accuracy guarantee")
+            if tally.reason == "budget exhausted":
+                break
+            if limit is not None and tally.answers >= limit:
+                tally.reason = f"--queries {limit:,} answered"
+                break
+            if interrupt.requested:
+                tally.reason = "interrupted"
+                break
+    return tally
+
+
+class _Interrupt:
+    """Ctrl-C (SIGINT) for a stream: it stops a wait for the next line at once, but a query
+    being answered is finished and written first (an update is never cut in half)."""
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.requested = False
+        self.lines = 0
+
+    def handle(self, signum, frame) -> None:
+        self.requested = True
+        if self.waiting:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def reading(self):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.waiting = True
+        try:
+            yield
+        finally:
+            self.waiting = False
+
+
+@contextlib.contextmanager
+def _interrupt_between_lines():
+    interrupt = _Interrupt()
+    try:
+        previous = signal.signal(signal.SIGINT, interrupt.handle)
+    except ValueError:  # not in the main thread: Ctrl-C is not ours to handle
+        yield interrupt
+        return
+    try:
+        yield interrupt
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int) -> dict:
+    """One input line's output object: the answer, or ``{"query_id", "error"}``."""
+    from synth.accounting import BudgetExceeded
+    from synth.errors import SynthError
+    from synth.workload import parse_query
+
+    def error(message: str, query_id=position) -> dict:
+        return {"query_id": query_id, "error": one_line(f"line {number}: {message}")}
+
+    try:
+        item = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return error("not UTF-8 text")
+    except json.JSONDecodeError as exc:
+        return error(f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        return error("not valid JSON (nested too deeply)")
+    if not isinstance(item, dict):
+        return error(f"expected a JSON object like {{\"where\": {{\"column\": \"value\"}}}}, got {_kind(item)}")
+    query_id = item.pop("query_id", position)
+    if isinstance(query_id, bool) or not isinstance(query_id, (int, str)):
+        return error(f"query_id must be an integer or a string, got {json.dumps(query_id)}")
+    unknown = sorted(set(item) - {"name", "where"})
+    if unknown:
+        return error(f"unknown key {unknown[0]!r}; allowed: query_id, name, where", query_id)
+    try:
+        query = parse_query(item, schema, source=f"line {number}", index=query_id)
+    except (SynthError, TypeError, ValueError) as exc:
+        return {"query_id": query_id, "error": one_line(str(exc))}
+    label = " AND ".join(schema[c].describe(a) for c, a in zip(query.columns, query.allowed)) or "all rows"
+    try:
+        result = pmw.answer(query, query_id=position, label=label)
+    except BudgetExceeded:
+        raise
+    except SynthError as exc:
+        return {"query_id": query_id, "error": one_line(f"line {number}: {exc}")}
+    return {"query_id": query_id, "answer": float(result.value), "round": result.round,
+            "epsilon_spent": float(accountant.spent().epsilon)}
+
+
+def _kind(item) -> str:
+    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(item), "a number")

@@ -256,8 +256,9 @@ def open_pmw(
     ``subsets``: the column subsets the queries will be on, when declared (a workload): the
     practical variant's warm start measures their shared 2-way marginals (3-way and wider
     workloads) and L defaults to ``pmw_practical.default_updates``; with none declared (an
-    interactive stream) there is no warm start and L defaults to the number of 1-, 2- and
-    3-way subsets of the schema's columns, at most 100. ``queries``: the stream's length,
+    interactive stream) there is no warm start and L defaults to the number of 2-way subsets
+    of the schema's columns (at least the number of columns: one epoch per pair an analyst
+    may ask about; each planned epoch holds back its share). ``queries``: the stream's length,
     which the theory variant's plan needs. n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
     is bought with ``count_share * epsilon`` and charged to the accountant.
     """
@@ -279,8 +280,7 @@ def open_pmw(
 
         warm_subsets = warm_start_subsets(subsets) if warm else ()
         if not updates:
-            updates = (default_updates(subsets, warm_subsets) if subsets
-                       else min(100, _subsets_up_to(len(schema), 3)))
+            updates = default_updates(subsets, warm_subsets) if subsets else max(len(schema), math.comb(len(schema), 2))
         plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=beta,
                               rows_public=count.public, epsilon_count=count_epsilon, alpha=alpha, test=test,
                               test_share=DEFAULT_TEST_SHARE if test_share is None else test_share,
@@ -299,10 +299,6 @@ def open_pmw(
         watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
         pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
     return OpenPMW(pmw, plan, accountant, watcher, notes)
-
-
-def _subsets_up_to(columns: int, way: int) -> int:
-    return sum(math.comb(columns, k) for k in range(1, min(way, columns) + 1))
 
 
 def run_pmw(
