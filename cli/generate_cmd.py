@@ -54,15 +54,30 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="mwem: multiplicative-weights passes per round when selecting (default 10; a final fit follows); pmw: times the "
                    "workload is fed (default 1).")
 @click.option("--average", is_flag=True, help="mwem: release the average of the rounds' estimates, not the last.")
-@click.option("--net", type=click.Choice(["exact", "sampled"]), default="exact", show_default=True,
-              help="blr: enumerate every m-row database (tiny universes) or score K data-independent candidates.")
+@click.option("--net", type=click.Choice(["exact", "sampled"]),
+              help="blr: enumerate every m-row database (tiny universes; the default without a prior) or score K "
+                   "candidates drawn from a prior (the default with --prior or --prior-model).")
+@click.option("--prior", type=click.Choice(["mwem", "pmw", "uniform"]),
+              help="blr --net sampled: draw the candidates from the release of MWEM or PMW, run first on "
+                   "--prior-share of epsilon (default mwem); uniform: uniform random rows (rarely better than "
+                   "uniform rows; the run warns when it cannot be).")
+@click.option("--prior-share", type=CheckedFloat("check_probability", "prior-share"),
+              help="blr --prior mwem|pmw: share of epsilon (after any row count) for the prior engine; the "
+                   "selection gets the rest (default 0.8).")
+@click.option("--prior-model", type=click.Path(exists=True, dir_okay=False),
+              help="blr: draw the candidates from this released model (.npz over the same columns) instead; all "
+                   "of epsilon goes to the selection. Its own privacy loss is yours to add.")
 @click.option("--net-size", type=click.IntRange(1),
               help="blr: rows m of each candidate database (default: exact net, the m minimizing its error "
-                   "bound; sampled net, enough rows to answer every query within 0.1 of n).")
-@click.option("--candidates", type=click.IntRange(1), help="blr --net sampled: candidates K (default 10,000).")
+                   "bound; a prior's net, n up to 131,072; uniform net, enough rows to answer every query "
+                   "within 0.1 of n).")
+@click.option("--candidates", type=click.IntRange(1),
+              help="blr --net sampled: candidates K (default: a prior's net, 100 to 1,000 as the work allows; "
+                   "uniform net, 10,000).")
 @click.option("--max-net", type=click.IntRange(1), help="blr --net exact: most candidates enumerated (default 10^7).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"),
-              help="Target accuracy alpha (fraction of n): blr sets m = ceil(ln|C| / alpha^2); pmw plans for it.")
+              help="Target accuracy alpha (fraction of n): blr (exact or uniform net) sets m = ceil(ln|C| / "
+                   "alpha^2); pmw plans for it.")
 @click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
 @variant_option
 @test_option
@@ -83,8 +98,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
 def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
-             select_share, passes, average, net, net_size, candidates, max_net, alpha, updates, variant, test_kind, beta,
-             sample_rows,
+             select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
+             updates, variant, test_kind, beta, sample_rows,
              rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA.csv and write a synthetic table.
 
@@ -104,12 +119,14 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
           --epsilon 1 --rows 48842 --bad-rows drop -o synthetic.csv
       synth generate tiny.csv --schema tiny.json --workload w.json --mechanism blr \\
           --net exact --net-size 4 --epsilon 1 -o synthetic.csv
-      synth generate adult.csv --schema adult-domain.json --workload w.json --mechanism blr \\
-          --net sampled --candidates 100000 --epsilon 1 -o synthetic.csv
+      synth generate adult.csv --schema adult-domain.json --workload w3.json --mechanism blr \\
+          --prior mwem --epsilon 1 --rows 48842 -o synthetic.csv
     """
+    net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind)
-    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file},
+    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
+                   **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
     from synth.sample import check_output_format
 
@@ -132,7 +149,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     with progress(f"reading {data}", quiet) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     options = {"delta": delta, "rows": public_rows, "rounds": rounds, "measure": measure,
-               "select_share": select_share, "passes": passes, "average": average, "net": net, "net_size": net_size,
+               "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
+               "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
                "seed": seed, "variant": variant, "test": test_kind}
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
@@ -180,18 +198,41 @@ def check_table_size(schema, rows: int, source: str, option: str = "--sample-row
                                f"pass {option} {rows} to write it, or ask for fewer rows")
 
 
+def _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha) -> str:
+    """The BLR net (exact without a prior, sampled with one) after refusing prior options that do
+    not fit together; other mechanisms' refusals are ``_check_options``'s."""
+    if mechanism != "blr":
+        given = [name for name, value in (("--net", net), ("--prior", prior), ("--prior-share", prior_share),
+                                          ("--prior-model", prior_model)) if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} do(es) not apply to --mechanism {mechanism}")
+        return "exact"
+    if prior is not None and prior_model is not None:
+        raise click.UsageError("give --prior or --prior-model, not both")
+    if net is None:
+        net = "sampled" if prior is not None or prior_model is not None else "exact"
+    if net == "exact" and (prior is not None or prior_model is not None):
+        raise click.UsageError(f"{'--prior' if prior else '--prior-model'} applies to --net sampled (the exact net "
+                               "holds every database)")
+    if prior_share is not None and (prior_model is not None or prior == "uniform"):
+        raise click.UsageError("--prior-share applies to --prior mwem or pmw (the share of epsilon they get)")
+    if alpha is not None and net == "sampled" and prior != "uniform":
+        raise click.UsageError("--alpha applies to --net exact or --prior uniform (a prior's net takes --net-size)")
+    return net
+
+
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant="practical", test_kind="auto") -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
-        "--measure": measure != "marginal", "--net": net != "exact", "--net-size": net_size is not None,
+        "--measure": measure != "marginal", "--net-size": net_size is not None,
         "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
         "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
         "--variant": variant != "practical", "--test": test_kind != "auto",
     }
     owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes"},
-              "blr": {"--net", "--net-size", "--candidates", "--max-net", "--alpha"},
+              "blr": {"--net-size", "--candidates", "--max-net", "--alpha"},
               "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test"}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
     if foreign:
@@ -261,6 +302,8 @@ def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
 
 
 def _fit_blr(codes, schema, queries, epsilon, options, share, update):
+    if options["net"] == "sampled" and options["prior"] != "uniform":
+        return _fit_blr_prior(codes, schema, queries, epsilon, options, share, update)
     from synth.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
 
     result = blr(codes, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
@@ -268,18 +311,66 @@ def _fit_blr(codes, schema, queries, epsilon, options, share, update):
                  beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
                  max_net=options["max_net"] or DEFAULT_MAX_NET, progress=update)
     p = result.parameters
-    confidence = f"with probability >= {1 - p['beta']:g}"
-    lines = [f"blr: {p['net']} net of {p['candidates']:,} databases of m={p['net_size']} rows, each standing for "
+    kind = "uniform net" if p["net"] == "sampled" else "exact net"
+    lines = [f"blr: {kind} of {p['candidates']:,} databases of m={p['net_size']} rows, each standing for "
              f"{result.rows / p['net_size']:,.1f} rows"]
-    lines.append(f"error bound, exact net: max query error <= {p['bound_exact_net']:.4f} of n {confidence} "
-                 f"(alpha(m)={p['net_alpha']:.4f} plus selection {p['bound_exact_net'] - p['net_alpha']:.4f})")
-    if p["net"] == "sampled":
-        lines.append(f"error bound, sampled net: max query error <= (best candidate's error) + "
-                     f"{p['selection_loss']:.4f} of n {confidence}; the best candidate's error depends on the data "
-                     "and is not released")
+    lines += _blr_bounds(p, exact_run=p["net"] == "exact")
     for message in p.get("warnings", []):
         warn(message)
     return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
+
+
+def _fit_blr_prior(codes, schema, queries, epsilon, options, share, update):
+    """BLR over a released model's net: MWEM's or PMW's, run here, or a model file's."""
+    from synth.blr_prior import blr_prior
+
+    prior, source = options["prior"] or "mwem", options["prior_model"]
+    if source is not None:
+        from synth.model import Model
+
+        prior = Model.load(source)
+    result = blr_prior(codes, schema, queries, epsilon, prior=prior, prior_share=options["prior_share"],
+                       prior_source=source, net_size=options["net_size"], candidates=options["candidates"],
+                       beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
+                       progress=update)
+    p = result.parameters
+    record = p["prior"]
+    if source is None:
+        origin = (f"{record['source']}'s release ({record['source']} spent epsilon={record['epsilon']:.6g}, "
+                  f"{record['share']:g} of the budget after any row count)")
+    else:
+        origin = f"the released model {source} ({record['mechanism']})"
+    lines = [f"blr: net of {p['candidates']:,} databases of m={p['net_size']:,} rows drawn from {origin} by controlled "
+             f"rounding, each row standing for {result.rows / p['net_size']:,.2f} rows; the exponential mechanism "
+             f"chose one with epsilon={p['epsilon_select']:.6g}"]
+    lines += _blr_bounds(p, exact_run=False)
+    if source is not None:
+        spent = record.get("privacy_spent") or {}
+        cost = (f"epsilon={spent['epsilon']:g}, delta={spent.get('delta', 0):g}" if "epsilon" in spent
+                else "not recorded in the file")
+        lines.append(f"note: the prior model's own privacy loss ({cost}) is not part of this run's budget: it is "
+                     "yours to account for (the two releases together cost the sum)")
+        if record.get("seeded"):
+            warn(f"{source} came from a seeded run: its noise is reproducible by anyone who knows the seed")
+    for message in p.get("warnings", []):
+        warn(message)
+    return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
+
+
+def _blr_bounds(p, exact_run: bool) -> list[str]:
+    """BLR's bounds: the exact net's (of the run, or for comparison) and a sampled net's."""
+    confidence = f"with probability >= {1 - p['beta']:g}"
+    label = "error bound, exact net" if exact_run else "error bound, exact net (for comparison, not run)"
+    parts = f"alpha(m)={p['net_alpha']:.4f} plus selection {p['bound_exact_net'] - p['net_alpha']:.4g}"
+    if exact_run or p["bound_exact_net"] < 1:
+        lines = [f"{label}: max query error <= {p['bound_exact_net']:.4f} of n {confidence} ({parts})"]
+    else:  # the net of every m-row database is far too large to promise anything
+        lines = [f"{label}: none for m={p['net_size']:,} ({parts} of n)"]
+    if p["net"] == "sampled":
+        lines.append(f"error bound, sampled net: max query error <= (best candidate's error) + "
+                     f"{p['selection_loss']:.4f} of n {confidence} (2 ln(K/beta) / (epsilon n)); the best "
+                     "candidate's error depends on the data and is not released")
+    return lines
 
 
 def _fit_pmw(codes, schema, queries, epsilon, options, share, update):

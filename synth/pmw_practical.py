@@ -262,7 +262,8 @@ def plan_practical(
             raise PracticalPlanError(f"no zCDP split of epsilon={epsilon:g}, delta={delta:g} over {updates} epochs")
         rho_warm = rho_measure if warms else 0.0
     else:
-        per_epoch = split_epsilon(available * updates / (1 - test_share) / units, updates)
+        # (min: without a warm start the ratio is 1, but in floats it can round above the budget)
+        per_epoch = split_epsilon(min(available, available * updates / (1 - test_share) / units), updates)
         e_test = per_epoch * test_share
         e_measure, rho_measure, composition = subtract_epsilon(per_epoch, e_test), 0.0, "basic"
         if warms:

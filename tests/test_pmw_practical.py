@@ -210,3 +210,15 @@ def test_an_interactive_stream_has_no_warm_start_and_a_schema_l():
     assert opened.plan.warm_subsets == () and opened.plan.updates == 15  # the pairs of 6 columns
     answer = opened.pmw.answer({"where": {"a": 1, "d": 0}}, query_id=0)
     assert answer.round in (LAZY, UPDATE)
+
+
+@pytest.mark.parametrize("epsilon, updates", [(0.8, 3), (1.0, 7), (0.3, 11), (2.9, 13)])
+def test_a_plan_without_warm_start_never_rounds_past_its_budget(epsilon, updates):
+    """In floats budget * L / (1 - s) / (L / (1 - s)) can exceed the budget (0.8 over 3 epochs
+    did): the exact rational sum of every charge must stay within it."""
+    plan = plan_practical(epsilon, 0.0, 3000, 24, updates)
+    accountant = Accountant(epsilon, 0.0)
+    for _ in range(updates):
+        accountant.spend(plan.epsilon_test)
+        accountant.spend(plan.epsilon_measure)
+    assert accountant.spent().epsilon <= epsilon
