@@ -272,7 +272,8 @@ def plan_practical(
                 rest = math.nextafter(rest, 0.0)
             e_warm = min(split_epsilon(rest, warms), e_measure)
     warm_share = (warms / units) if warms else 0.0
-    if min(e_test, e_measure or 1.0, e_warm or rho_warm or 1.0) < 2.0**-40:
+    warm_budget = (e_warm or rho_warm) if warms else 1.0  # a warm start with no budget is refused too
+    if min(e_test, e_measure or rho_measure, warm_budget) < 2.0**-40:
         raise PracticalPlanError(f"epsilon={epsilon:g} over L={updates:,} epochs leaves {e_test:.3g} per test, below "
                                  "what exact discrete noise resolves (2^-40): ask for fewer updates (--updates)")
     return PracticalPlan(epsilon, delta, beta, float(rows), rows_public, int(universe_size), updates, test_share,
