@@ -2,14 +2,20 @@
 
 Measuring: ``round_robin`` (and its two-function form ``compare``) samples functions in turn
 after one warm-up call each, batching fast calls; ``Comparison`` is one synth-vs-baseline
-figure built from those samples. ``first_call`` measures a Numba kernel's JIT cost;
-``traced_peaks`` the peak memory (tracemalloc) of a sequence of steps.
+figure built from those samples. ``first_call`` measures a Numba kernel's JIT cost and
+``first_run`` a whole library call's first-call cost; ``traced_peaks`` the peak memory
+(tracemalloc) of a sequence of steps. Runs over seeds: ``over_seeds`` (seeds outermost) and
+``Spread`` (median and range over the seeds).
 Reporting: markdown helpers for the sections ``_results.write_section`` stores in RESULTS.md.
+A script's run is a ``Session`` (``session(__doc__, ...)``): its options (``--repeats``,
+``--quick``, ``--seed``, ``--data-dir``, ``--no-write``), progress lines on stderr, and the
+report's header (command, date, machine, load) and publication.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import math
 import os
@@ -19,14 +25,14 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 import numba
-
-from _results import write_section  # benchmarks/ is on sys.path when run as a script
+from _data import DEFAULT_DATA_DIR  # benchmarks/ is on sys.path when run as a script
+from _results import write_section
 
 REPO = Path(__file__).resolve().parents[1]
 #: Fast calls are repeated back to back until one timing sample lasts this long.
@@ -184,6 +190,51 @@ def traced_peaks(*steps: Callable[[], object]) -> list[int]:
     return peaks
 
 
+# -- runs over seeds -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure over seeds: the median, the range, how many values and their sum."""
+
+    median: float
+    low: float
+    high: float
+    count: int
+    total: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Spread:
+        values = list(values)
+        return cls(statistics.median(values), min(values), max(values), len(values), sum(values))
+
+    def text(self, digits: int = 3) -> str:
+        """'0.037 [0.036, 0.038]' (just the median when every value is the same)."""
+        mid = f"{self.median:.{digits}f}"
+        return mid if self.low == self.high else f"{mid} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def with_time(fn: Callable[[], object]) -> tuple[object, float]:
+    """``fn()``'s result and the seconds it took."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def over_seeds(
+    keys: Iterable[Hashable], seeds: Sequence[int], run: Callable[[Hashable, int], dict[str, float]]
+) -> dict[Hashable, dict[str, Spread]]:
+    """``run(key, seed)`` (named figures) for every key and seed, seeds outermost so that load
+    changes on the shared machine hit every key alike; each figure's ``Spread`` per key."""
+    keys = list(keys)
+    figures: dict[Hashable, dict[str, list[float]]] = {key: {} for key in keys}
+    for seed in seeds:
+        for key in keys:
+            for name, value in run(key, seed).items():
+                figures[key].setdefault(name, []).append(value)
+    return {key: {name: Spread.of(v) for name, v in named.items()} for key, named in figures.items()}
+
+
 # -- first calls (JIT) ----------------------------------------------------------------------
 
 
@@ -221,6 +272,52 @@ def first_call(kernel: str, first_call_s: float, dispatcher, args: tuple, **jit_
     return FirstCall(kernel, first_call_s, cache, cold_compile_s(dispatcher, args, **jit_options))
 
 
+def synth_kernels() -> dict[str, object]:
+    """synth's Numba kernels (dispatchers) by name, from every module of ``synth._kernels``."""
+    import importlib
+    import pkgutil
+
+    import synth._kernels as package
+
+    found = {}
+    for module in [package] + [
+        importlib.import_module(f"{package.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(package.__path__)
+    ]:
+        found.update({n: k for n in dir(module) if hasattr(k := getattr(module, n), "py_func")})
+    return found
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    """A library call's first-call cost: the first call, the same call again, and the kernels
+    the first call loaded from the on-disk cache or compiled."""
+
+    what: str
+    first_s: float
+    second_s: float
+    loaded: tuple[tuple[str, str], ...]  # (kernel, cache status)
+
+    def text(self) -> str:
+        kernels = ", ".join(f"`{k}` ({status})" for k, status in self.loaded) or "none"
+        extra = self.first_s - self.second_s
+        one_off = f"one-off about {duration(extra)}" if extra > 0 else "no one-off cost above the noise"
+        return (f"{self.what}: first call {duration(self.first_s)}, again {duration(self.second_s)} "
+                f"({one_off}; kernels it loaded: {kernels})")
+
+
+def first_run(what: str, fn: Callable[[], object]) -> FirstRun:
+    """Time ``fn``'s first call and a second one, and list the kernels the first call used
+    that no earlier call had (with their cache status)."""
+    kernels = synth_kernels()
+    before = {name for name, k in kernels.items() if k.signatures}
+    first, second = timed(fn), timed(fn)
+    loaded = tuple(
+        (name, cache_status(k)) for name, k in sorted(kernels.items()) if k.signatures and name not in before
+    )
+    return FirstRun(what, first, second, loaded)
+
+
 # -- report ---------------------------------------------------------------------------------
 
 
@@ -231,6 +328,16 @@ def rate(work: int, seconds: float, unit: str) -> str:
         if value >= scale:
             return f"{value / scale:.1f} {prefix} {unit}/s"
     return f"{value:.0f} {unit}/s"
+
+
+def fine(seconds: float) -> str:
+    """``duration`` with two decimals below 10 microseconds."""
+    return f"{seconds * 1e6:.2f} us" if seconds < 1e-5 else duration(seconds)
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds with two decimals below 10 s, one above."""
+    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
 
 
 def duration(seconds: float) -> str:
@@ -250,6 +357,13 @@ def markdown_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[s
     ]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines)
+
+
+def table(titles: str, rows: Iterable[Sequence[str]]) -> str:
+    """``markdown_table`` from '|'-separated titles, right-aligned unless marked with a leading
+    '@'; a literal bar is written '\\|' (and stays escaped, as markdown needs)."""
+    names = [t.replace("\0", "\\|") for t in titles.replace("\\|", "\0").split("|")]
+    return markdown_table([(t.lstrip("@"), "---" if t.startswith("@") else "---:") for t in names], rows)
 
 
 def timing_columns(baseline: str) -> list[tuple[str, str]]:
@@ -363,3 +477,92 @@ def parse_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -
         args.repeats = 3 if args.quick else 5
     return args
 
+
+
+# -- a script's run --------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """One run of a benchmark script: its options, its start (time, load average), progress
+    lines on stderr, and its report's header and publication."""
+
+    args: argparse.Namespace
+    started: float = field(default_factory=time.perf_counter)
+    load_start: str = field(default_factory=load_average)
+
+    @property
+    def quick(self) -> bool:
+        return self.args.quick
+
+    @property
+    def repeats(self) -> int:
+        return self.args.repeats
+
+    @property
+    def seed(self) -> int:
+        return self.args.seed
+
+    def seeds(self, full: int, quick: int) -> tuple[int, ...]:
+        """``--seed`` and the next ones: ``full`` of them, ``quick`` with ``--quick``."""
+        return tuple(self.seed + i for i in range(quick if self.quick else full))
+
+    def adult(self) -> tuple:
+        """The adult schema and codes from ``--data-dir``."""
+        from _data import load_adult
+
+        return load_adult(self.args.data_dir)
+
+    @contextlib.contextmanager
+    def stage(self, label: str) -> Iterator[None]:
+        """Say on stderr how long the block took."""
+        start = time.perf_counter()
+        yield
+        print(f"{label}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def header(
+        self, title: str, libraries: Sequence[ModuleType], note: str = "", repeats: bool = True
+    ) -> list[str]:
+        """Title, command, date and run time, machine and load lines, then the repeats line
+        (``repeats``) with ``note`` after it."""
+        machine = (
+            f"{machine_info(*libraries)}\n- load average (1, 5, 15 min) at start: {self.load_start}; at end: "
+            f"{load_average()} (the cores are shared)"
+        )
+        last = (repeats_note(self.repeats) if repeats else "") + note
+        return [*report_header(title, machine, self.elapsed()), *([last] if last else []), ""]
+
+    def publish(self, section: str, report: str) -> None:
+        """Print ``report`` and, unless ``--no-write``, store it as ``section`` of RESULTS.md."""
+        if self.args.no_write:
+            print(report)
+            print(f"(--no-write: RESULTS.md left as it is; total {self.elapsed():.0f} s)", file=sys.stderr)
+        else:
+            publish(section, report, self.elapsed())
+
+
+def session(
+    doc: str,
+    quick_help: str,
+    argv: Sequence[str] | None = None,
+    add_options: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> Session:
+    """Parse a script's options (``--repeats``, ``--quick``, ``--seed``, ``--data-dir``,
+    ``--no-write`` and what ``add_options`` adds) and start its ``Session``."""
+    parser = option_parser(doc, quick_help)
+    parser.add_argument("--seed", type=int, default=0, help="first seed of the runs and of any random data")
+    parser.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder with adult.csv and adult-domain.json"
+    )
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the report only; leave benchmarks/RESULTS.md as it is"
+    )
+    if add_options is not None:
+        add_options(parser)
+    args = parse_options(parser, argv)
+    if args.seed < 0:
+        parser.error("--seed must be >= 0")
+    return Session(args)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from _data import DEFAULT_DATA_DIR, load_adult, project_codes
+from _data import DEFAULT_DATA_DIR, load_adult, mean_l1, project_codes
 from _harness import (  # benchmarks/ is on sys.path when run as a script
     Comparison,
     FirstCall,
@@ -302,11 +302,9 @@ class ErrorRun:
     cells: list[ErrorCell]
 
 
-def mean_l1(distribution: np.ndarray, schema: Schema, truth: dict[tuple[str, ...], np.ndarray]) -> float:
-    """Mean over the marginals of the L1 distance between the normalized true and model tables."""
-    return float(
-        np.mean([np.abs(marginal_from_dense(distribution, schema, s) - t).sum() for s, t in truth.items()])
-    )
+def error_of(distribution: np.ndarray, schema: Schema, truth: dict[tuple[str, ...], np.ndarray]) -> float:
+    """``_data.mean_l1`` of a distribution over the universe."""
+    return mean_l1(lambda s: marginal_from_dense(distribution, schema, s), truth)
 
 
 def error_cell(label, k, runs, default: bool = False) -> ErrorCell:
@@ -322,7 +320,7 @@ def bench_error(adult: tuple[Schema, np.ndarray], settings: Settings) -> ErrorRu
     workload = Workload.marginals(schema, 2)
     n = len(codes)
     truth = {s: marginal(codes, schema, s) / n for s in workload.subsets}
-    uniform = mean_l1(np.full(schema.universe_size, 1 / schema.universe_size), schema, truth)
+    uniform = error_of(np.full(schema.universe_size, 1 / schema.universe_size), schema, truth)
 
     def run(expect_m: int | None = None, **kwargs) -> tuple[float, float]:
         start = time.perf_counter()
@@ -330,7 +328,7 @@ def bench_error(adult: tuple[Schema, np.ndarray], settings: Settings) -> ErrorRu
         seconds = time.perf_counter() - start
         if expect_m is not None and result.parameters["net_size"] != expect_m:
             raise AssertionError(f"blr chose m = {result.parameters['net_size']}, expected {expect_m}")
-        return mean_l1(result.distribution, schema, truth), seconds
+        return error_of(result.distribution, schema, truth), seconds
 
     exact_m = choose_net_size(schema.universe_size, len(workload), EPSILON, n, 0.05, DEFAULT_MAX_NET)
     exact = error_cell(
