@@ -133,14 +133,13 @@ def _model_record(model) -> dict[str, Any]:
 
 def released_from_model(model, workload: Workload, *, source: object = "model") -> Released:
     """The answers of a ``synth.model.Model`` (``model.answer``) and its marginal tables."""
-    from .tables import marginals_from_dense
+    from .distribution import as_distribution
 
     check_model_schema(model.schema, workload.schema, source)
     subsets = workload.subsets
-    total = float(model.distribution.sum())
-    if not total > 0:
+    if isinstance(model.distribution, np.ndarray) and not float(model.distribution.sum()) > 0:
         raise EvaluationError(f"{source}: the model's distribution sums to 0")
-    tables = {s: t / total for s, t in zip(subsets, marginals_from_dense(model.distribution, model.schema, subsets))}
+    tables = dict(zip(subsets, as_distribution(model.distribution, model.schema).marginals(subsets)))
     answers = model.rows * workload.answer(tables)
     info = {**_model_record(model), "privacy_record": "the model's own"}
     return Released("model", answers, float(model.rows), tables, info)

@@ -15,6 +15,12 @@ re-saved (the zip is then rewritten with fresh CRCs, the header is not). It live
 not in a third array, so a version-1 reader's "two arrays" check still tells the formats apart by
 version, not by a confusing list of arrays.
 
+Format version 3 (this one) adds factored models (``synth.factored``), for universes no array
+can hold: the header says ``"representation": "factored"``, lists the ``factors`` (column
+subsets) and the ``max_model_cells`` cap, and each log-potential table is its own array
+``theta_0``, ``theta_1``, ...; the checksum covers those tables in order. A dense model is
+stored as in version 2. Versions 1-3 are read; a newer version is refused in one line.
+
 ``Model.load`` refuses, with one ``ModelError`` line naming the file, anything it cannot trust:
 an unreadable archive, a header that is not the documented object (each field is type- and
 value-checked), a checksum mismatch, or a distribution that is not finite, non-negative and of
@@ -38,17 +44,18 @@ import numpy as np
 from ._io import _DuplicateKey, _no_duplicate_keys, atomic_write
 from .errors import SynthError
 from .schema import Schema
-from .tables import marginal_from_dense
+from .factored import FactoredModel
 from .workload import Workload
 
 __all__ = ["Model", "ModelError", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "synth-model"
-FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
 _CHECKSUM = "distribution_sha256"
 _REQUIRED = ("format", "format_version", "mechanism", "schema", "rows", "rows_public")
 _OPTIONAL = ("parameters", "privacy", "round_log", "seeded", "library_version")
+_FACTORED = ("representation", "factors", "max_model_cells")  # version 3, a factored model
 # A release sums to 1 up to rounding; this is far above the rounding of any universe that fits in
 # memory (about size * 2.2e-16) and far below any edit worth making.
 _SUM_TOLERANCE = 1e-6
@@ -64,7 +71,7 @@ class Model:
 
     schema: Schema
     mechanism: str
-    distribution: np.ndarray  # flat float64 over the universe, sums to 1
+    distribution: Any  # a flat float64 array over the universe summing to 1, or a FactoredModel
     rows: float  # the n answers are scaled to
     rows_public: bool
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -75,7 +82,9 @@ class Model:
 
     def answer(self, workload: Workload) -> np.ndarray:
         """The workload's answers in rows (``rows`` times each query's fraction)."""
-        return self.rows * workload.answer(lambda subset: marginal_from_dense(self.distribution, self.schema, subset))
+        from .distribution import as_distribution
+
+        return self.rows * workload.answer(as_distribution(self.distribution, self.schema).marginal)
 
     def header(self) -> dict[str, Any]:
         """What the model means, as the file's JSON header holds it (less the checksum)."""
@@ -96,15 +105,19 @@ class Model:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model atomically (format version 2, with the distribution's checksum).
+        """Write the model atomically (format version 3, with the stored tables' checksum).
 
-        The distribution is written as little-endian float64, divided by its sum when that is
-        not 1 (a release is a probability distribution). ``ModelError`` if the model is not one
+        A dense distribution is written as little-endian float64, divided by its sum when that
+        is not 1 (a release is a probability distribution); a factored one as its log-potential
+        tables, one array each. ``ModelError`` if the model is not one
         ``load`` would accept; nothing is written then.
         """
         where = f"{path}: cannot save the model"
         header = self.header()
         _check_header(header, FORMAT_VERSION, where, what="model field", saving=True)
+        if isinstance(self.distribution, FactoredModel):
+            self._save_factored(path, header, where)
+            return
         distribution = np.asarray(self.distribution)
         if distribution.dtype.kind in "iu":  # counts built by hand: the weights are what matter
             distribution = distribution.astype(np.float64)
@@ -118,13 +131,42 @@ class Model:
         with atomic_write(path, "wb") as handle:
             np.savez_compressed(handle, distribution=distribution, meta=meta)
 
+    def _save_factored(self, path, header: dict[str, Any], where: str) -> None:
+        """Version 3, factored: each log-potential θ_S as its own array, never a dense one."""
+        model = self.distribution
+        if model.schema != self.schema:
+            raise ModelError(f"{where}: the factored model is over another schema than the model's")
+        tables = [np.ascontiguousarray(model.potential(s), dtype="<f8") for s in model.subsets]
+        header.update(representation="factored", factors=[list(s) for s in model.subsets],
+                      max_model_cells=model.max_cells)
+        header[_CHECKSUM] = _checksum_tables(tables)
+        meta = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        with atomic_write(path, "wb") as handle:
+            np.savez_compressed(handle, meta=meta, **{f"theta_{i}": t for i, t in enumerate(tables)})
+
     @classmethod
     def load(cls, path: str | os.PathLike) -> Model:
         """Read and check a model file; ``ModelError`` names the file and what is wrong."""
-        meta, stored = _read_archive(path)
+        meta, arrays = _read_archive(path)
         version = _check_version(meta, path)
         fields = _check_header(meta, version, path)
-        distribution = _float_distribution(stored, path)
+        representation = meta.get("representation", "dense")
+        if representation not in ("dense", "factored"):
+            raise ModelError(f"{path}: header field 'representation' must be 'dense' or 'factored', "
+                             f"got {_shown(representation)}")
+        if representation == "dense" and set(meta) & set(_FACTORED[1:]):
+            raise ModelError(f"{path}: header field {sorted(set(meta) & set(_FACTORED[1:]))[0]!r} belongs to a "
+                             "factored model, and the header does not say 'representation': 'factored'")
+        if representation == "factored":
+            schema = _schema(meta["schema"], path)
+            return cls(schema=schema, mechanism=fields["mechanism"], distribution=_factored(meta, arrays, schema, path),
+                       rows=float(fields["rows"]), rows_public=fields["rows_public"],
+                       parameters=fields.get("parameters", {}), privacy=fields.get("privacy", {}),
+                       round_log=fields.get("round_log", []), seeded=fields.get("seeded", False),
+                       library_version=fields.get("library_version", ""))
+        if set(arrays) != {"distribution"}:
+            raise ModelError(f"{path}: not a synth model file (arrays {sorted([*arrays, 'meta'])})")
+        distribution = _float_distribution(arrays["distribution"], path)
         if version >= 2 and _checksum(distribution) != meta[_CHECKSUM]:
             raise ModelError(
                 f"{path}: damaged model file: checksum of the distribution does not match its header "
@@ -155,6 +197,55 @@ class Model:
         )
 
 
+def _checksum_tables(tables: list[np.ndarray]) -> str:
+    """SHA-256 (hex) of the factored model's tables' bytes as saved, in order."""
+    digest = hashlib.sha256()
+    for table in tables:
+        digest.update(np.ascontiguousarray(table, dtype="<f8").tobytes())
+    return digest.hexdigest()
+
+
+def _factored(meta: dict[str, Any], arrays: dict[str, Any], schema: Schema, path: object) -> FactoredModel:
+    """The factored model a version-3 file holds, every table checked against the schema."""
+    if meta["format_version"] < 3:
+        raise ModelError(f"{path}: a factored model needs format version 3, the header says {meta['format_version']}")
+    factors, cap = meta.get("factors"), meta.get("max_model_cells")
+    if not isinstance(factors, list) or not all(isinstance(f, list) and all(isinstance(c, str) for c in f)
+                                                for f in factors):
+        raise ModelError(f"{path}: header field 'factors' must be a list of lists of column names")
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise ModelError(f"{path}: header field 'max_model_cells' must be an integer >= 1, got {_shown(cap)}")
+    expected = {f"theta_{i}" for i in range(len(factors))}
+    if set(arrays) != expected:
+        raise ModelError(f"{path}: damaged model file: arrays {sorted(arrays)} do not match its "
+                         f"{len(factors)} factors")
+    tables = [arrays[f"theta_{i}"] for i in range(len(factors))]
+    if _checksum_tables(tables) != meta[_CHECKSUM]:
+        raise ModelError(f"{path}: damaged model file: checksum of the tables does not match its header "
+                         "(the file was changed after it was written)")
+    model = FactoredModel(schema, max_cells=cap)
+    for columns, table in zip(factors, tables):
+        where = f"{path}: factor {', '.join(columns) or '(empty)'}"
+        unknown = [c for c in columns if c not in schema]
+        if unknown:
+            raise ModelError(f"{where}: unknown column {unknown[0]!r}")
+        shape = tuple(schema[c].size for c in columns)
+        if not isinstance(table, np.ndarray) or table.dtype.kind != "f" or table.shape != shape:
+            raise ModelError(f"{where}: the table must be floats of shape {shape}, got "
+                             f"{getattr(table, 'dtype', type(table).__name__)} {getattr(table, 'shape', '')}")
+        if np.isnan(table).any() or (table == np.inf).any():
+            raise ModelError(f"{where}: the table holds nan or +inf")
+        try:
+            model.add_log(columns, table)
+        except SynthError as exc:
+            raise ModelError(f"{where}: {exc}") from None
+    try:
+        model.log_partition()
+    except SynthError:
+        raise ModelError(f"{path}: the factored model gives every row zero mass: there is nothing to answer") from None
+    return model
+
+
 def _checksum(distribution: np.ndarray) -> str:
     """SHA-256 (hex) of the distribution's bytes as saved: little-endian float64, C order."""
     return hashlib.sha256(np.ascontiguousarray(distribution, dtype="<f8").tobytes()).hexdigest()
@@ -175,10 +266,10 @@ def _read_archive(path: str | os.PathLike) -> tuple[dict[str, Any], Any]:
         raise ModelError(f"{path}: not a synth model file (not a .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as archive:
-            if set(archive.files) != {"distribution", "meta"}:
+            if "meta" not in archive.files:
                 raise ModelError(f"{path}: not a synth model file (arrays {sorted(archive.files)})")
             raw_meta = archive["meta"]
-            distribution = archive["distribution"]
+            arrays = {name: archive[name] for name in archive.files if name != "meta"}
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - see below
@@ -205,7 +296,7 @@ def _read_archive(path: str | os.PathLike) -> tuple[dict[str, Any], Any]:
         raise ModelError(f"{path}: damaged model file: the header is nested too deeply") from None
     if not isinstance(meta, dict):
         raise ModelError(f"{path}: not a synth model file (the header is not a JSON object)")
-    return meta, distribution
+    return meta, arrays
 
 
 def _check_version(meta: dict[str, Any], path: object) -> int:
@@ -215,7 +306,7 @@ def _check_version(meta: dict[str, Any], path: object) -> int:
         raise ModelError(f"{path}: header field 'format_version' is missing")
     version = meta["format_version"]
     if isinstance(version, bool) or version not in _READABLE_VERSIONS or not isinstance(version, int):
-        readable = " and ".join(str(v) for v in _READABLE_VERSIONS)
+        readable = ", ".join(str(v) for v in _READABLE_VERSIONS[:-1]) + f" and {_READABLE_VERSIONS[-1]}"
         newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
         raise ModelError(
             f"{path}: model format version {_shown(version)} is not supported "
@@ -232,7 +323,7 @@ def _check_header(
     ``saving``: the header ``save`` is about to write, before it adds the checksum.
     """
     required = _REQUIRED + ((_CHECKSUM,) if version >= 2 and not saving else ())
-    allowed = set(required) | set(_OPTIONAL)
+    allowed = set(required) | set(_OPTIONAL) | (set(_FACTORED) if version >= 3 else set())
     unknown = sorted(set(meta) - allowed)
     if unknown:
         raise ModelError(

@@ -32,13 +32,18 @@ from .pmw_plan import PlanError, PMWPlan, plan_pmw
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .rng import make_rng
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal, marginal_from_dense
-from .validation import check_budget_epsilon, normalized_prior
+from .distribution import as_distribution, choose_representation, make_distribution
+from .errors import SynthError
+from .factored import DEFAULT_MAX_MODEL_CELLS
+from .tables import DEFAULT_MAX_CELLS, marginal
+from .validation import check_budget_epsilon
 from .workload import Query, Workload, parse_query
 
 __all__ = ["OpenPMW", "PMW", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
 
 LAZY, UPDATE, HALTED = "lazy", "update", "halted"
+#: A lazy answer given without a test: an update on it would grow a factored D past its cap.
+CAPPED = "lazy (model cap)"
 _RENORMALIZE_OUTSIDE = (1e-100, 1e100)
 
 
@@ -81,8 +86,14 @@ class PMW:
         prior: np.ndarray | None = None,
         monitor: KLMonitor | None = None,
         max_cells: int = DEFAULT_MAX_CELLS,
+        representation: str = "auto",
+        max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     ):
-        _check_cells(schema.universe_size, "the PMW distribution over the universe", max_cells)
+        self._dist = make_distribution(schema, representation, prior=prior, max_cells=max_cells,
+                                       max_model_cells=max_model_cells)
+        if monitor is not None and self._dist.representation != "dense":
+            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
+                             "under the dense cap (--representation dense)")
         if plan.universe_size != schema.universe_size:
             raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
         self.schema = schema
@@ -91,17 +102,12 @@ class PMW:
         self._rng = make_rng(rng)
         self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
         self.monitor = monitor
-        if prior is None:
-            self._weights = np.full(schema.universe_size, 1.0 / schema.universe_size)
-        else:
-            self._weights = normalized_prior(prior, schema.universe_size)
-        self._total = float(self._weights.sum())
         self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
-        self._selections: dict[int, tuple[Query, SelectedCells]] = {}
         self.updates = 0
         self.updates_log: list[_Update] = []
         self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
+        self.capped = 0  # queries answered lazily because an update would grow D past its cap
         self._epoch: AboveThreshold | None = None
 
     # -- state ---------------------------------------------------------------------------
@@ -109,15 +115,25 @@ class PMW:
     def halted(self) -> bool:
         return self.updates >= self.plan.updates
 
-    def distribution(self) -> np.ndarray:
-        """D_t as a fresh normalized flat array (the public model)."""
-        return self._weights / self._total
+    @property
+    def representation(self) -> str:
+        """How D is stored: ``dense`` or ``factored``."""
+        return self._dist.representation
+
+    @property
+    def model_cells(self) -> int:
+        """Cells D holds: the universe (dense) or its junction tree's cliques (factored)."""
+        return self._dist.cells
+
+    def distribution(self):
+        """D_t (the public model): a fresh normalized flat array, or a copy of the factored model."""
+        return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
 
     def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
         """The marginal of D_t on ``subset`` (fractions), cached until the next update."""
         table = self._model_tables.get(subset)
         if table is None:
-            table = marginal_from_dense(self._weights, self.schema, subset) / self._total
+            table = self._dist.marginal(subset)
             self._model_tables[subset] = table
         return table
 
@@ -141,6 +157,10 @@ class PMW:
         if self.halted:
             self.rounds[HALTED] += 1
             return PMWAnswer(model_count, HALTED, self.updates)
+        if not self._dist.fits(query.columns):  # an update would grow the factored D past its cap
+            self.capped += 1
+            self.rounds[LAZY] += 1
+            return PMWAnswer(model_count, CAPPED, self.updates)
         if self._epoch is None:
             self._epoch = AboveThreshold(
                 self.plan.threshold_count, self.plan.epsilon_test, 1, self._rng,
@@ -161,24 +181,20 @@ class PMW:
 
     def _update(self, query: Query, sign: int, query_id: int, label: str, true_count: int, model_count: float) -> None:
         if self.monitor is not None:
-            self.monitor.before_update(self._read_only(), self._total)
-        factor = math.exp(self.plan.eta * sign)
-        kept = self._selections.get(id(query))
-        if kept is None or kept[0] is not query:  # keyed by identity; the query is kept alive
-            kept = (query, SelectedCells(self.schema, query))
-            self._selections[id(query)] = kept
-        before = kept[1].scale(self._weights, factor)
-        self._total += (factor - 1.0) * before
+            self.monitor.before_update(self._read_only(), self._dist.total)
+        self._dist.scale_query(query, math.exp(self.plan.eta * sign))
         self.updates += 1
-        if not _RENORMALIZE_OUTSIDE[0] < self._total < _RENORMALIZE_OUTSIDE[1] or self.updates % 32 == 0:
-            self._total = float(self._weights.sum())  # refresh the running total (and its rounding)
-            if not _RENORMALIZE_OUTSIDE[0] < self._total < _RENORMALIZE_OUTSIDE[1]:
-                self._weights /= self._total
-                self._total = 1.0
+        dist = self._dist
+        if dist.representation == "dense" and (not _RENORMALIZE_OUTSIDE[0] < dist.total < _RENORMALIZE_OUTSIDE[1]
+                                               or self.updates % 32 == 0):
+            dist.total = float(dist.weights.sum())  # refresh the running total (and its rounding)
+            if not _RENORMALIZE_OUTSIDE[0] < dist.total < _RENORMALIZE_OUTSIDE[1]:
+                dist.weights /= dist.total
+                dist.total = 1.0
         self._model_tables.clear()
         if self.monitor is not None:
             n = self.monitor.n
-            self.monitor.after_update(self._read_only(), self._total, query_id=query_id, query=label,
+            self.monitor.after_update(self._read_only(), self._dist.total, query_id=query_id, query=label,
                                       true_fraction=true_count / n, model_fraction=model_count / self.plan.rows,
                                       sign=sign)
 
@@ -195,7 +211,7 @@ class PMW:
         )
 
     def _read_only(self) -> np.ndarray:
-        view = self._weights.view()
+        view = self._dist.weights.view()
         view.flags.writeable = False
         return view
 
@@ -250,6 +266,8 @@ def open_pmw(
     test: str = "auto",
     test_share: float | None = None,
     warm: bool = True,
+    representation: str = "auto",
+    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
 ) -> OpenPMW:
     """Plan PMW and start it, before any query is read (the warm start, if any, runs here).
 
@@ -260,9 +278,15 @@ def open_pmw(
     of the schema's columns (at least the number of columns: one epoch per pair an analyst
     may ask about; each planned epoch holds back its share). ``queries``: the stream's length,
     which the theory variant's plan needs. n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
-    is bought with ``count_share * epsilon`` and charged to the accountant.
+    is bought with ``count_share * epsilon`` and charged to the accountant. ``representation``
+    keeps D dense or factored (``synth.distribution``); a factored D answers lazily, labelled
+    ``CAPPED``, a query whose update would grow it past ``max_model_cells``.
     """
     epsilon = check_budget_epsilon(epsilon)
+    if monitor and choose_representation(schema, representation) != "dense":
+        raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
+                         "under the dense cap (--representation dense)")
+    kept = {"representation": representation, "max_model_cells": max_model_cells}
     if variant not in VARIANTS:
         raise ValueError(f"variant ({variant!r}) must be one of: {', '.join(VARIANTS)}")
     if variant == "theory" and (test != "auto" or test_share is not None or not warm):
@@ -290,14 +314,14 @@ def open_pmw(
             from .monitor import PracticalMonitor
 
             watcher = PracticalMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
-        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
     else:
         if queries is None:
             raise ValueError("the theory variant plans from the number of queries: give queries=")
         plan = plan_pmw(epsilon, delta, n, schema.universe_size, queries, beta,
                         rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
         watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
-        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher)
+        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
     return OpenPMW(pmw, plan, accountant, watcher, notes)
 
 
@@ -322,6 +346,8 @@ def run_pmw(
     test: str = "auto",
     test_share: float | None = None,
     warm: bool = True,
+    representation: str = "auto",
+    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
 ) -> PMWRun:
     """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
 
@@ -335,7 +361,8 @@ def run_pmw(
                          "the first pass every subset is measured or tested, so more passes only repeat answers")
     opened = open_pmw(codes, schema, epsilon, delta, beta, subsets=workload.subsets, queries=len(workload) * passes,
                       rows=rows, rng=rng, count_share=count_share, updates=updates, alpha=alpha, monitor=monitor,
-                      prior=prior, variant=variant, test=test, test_share=test_share, warm=warm)
+                      prior=prior, variant=variant, test=test, test_share=test_share, warm=warm,
+                      representation=representation, max_model_cells=max_model_cells)
     pmw, plan, accountant, watcher, notes = (opened.pmw, opened.plan, opened.accountant, opened.monitor,
                                              opened.notes)
     answers = np.zeros(len(workload))
@@ -351,7 +378,7 @@ def run_pmw(
                 progress(done, done / total)
     if variant == "practical":
         released = pmw.release()
-        final = plan.rows * workload.answer(lambda subset: marginal_from_dense(released, schema, subset))
+        final = plan.rows * workload.answer(as_distribution(released, schema).marginal)
     else:
         final = plan.rows * workload.answer(pmw.model_table)
     return PMWRun(answers, rounds, final, plan, pmw, accountant, watcher, notes)

@@ -46,15 +46,17 @@ import numpy as np
 from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .composition import zcdp_rho_limit
 from .errors import SynthError
-from .fit import FIT_TOLERANCE, mw_fit
+from .distribution import make_distribution
+from .factored import DEFAULT_MAX_MODEL_CELLS
+from .fit import FIT_TOLERANCE
 from .mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace
 from .monitor import PracticalMonitor
-from .pmw import HALTED, LAZY, UPDATE, PMWAnswer
+from .pmw import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer
 from .pmw_plan import MAX_UPDATES
 from .rng import make_rng
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal, marginal_from_dense
-from .validation import check_positive_int, check_probability, check_real, normalized_prior
+from .tables import DEFAULT_MAX_CELLS, marginal
+from .validation import check_positive_int, check_probability, check_real
 from .workload import Query, parse_query
 
 __all__ = ["DEFAULT_MAX_TEST_CELLS", "DEFAULT_REPLAY_PASSES", "DEFAULT_TEST_SHARE", "TESTS",
@@ -329,8 +331,15 @@ class PracticalPMW:
         monitor: PracticalMonitor | None = None,
         replay_passes: int = DEFAULT_REPLAY_PASSES,
         max_cells: int = DEFAULT_MAX_CELLS,
+        representation: str = "auto",
+        max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     ):
-        _check_cells(schema.universe_size, "the PMW distribution over the universe", max_cells)
+        self._dist = make_distribution(schema, representation, prior=prior, max_cells=max_cells,
+                                       max_model_cells=max_model_cells)
+        self._start = self._dist.copy()  # the release refits from here
+        if monitor is not None and self._dist.representation != "dense":
+            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
+                             "under the dense cap (--representation dense)")
         if plan.universe_size != schema.universe_size:
             raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
         self.schema, self.plan = schema, plan
@@ -339,24 +348,20 @@ class PracticalPMW:
         self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
         self.monitor = monitor
         self.replay_passes = check_positive_int(replay_passes, "replay_passes")
-        self._prior = (np.full(schema.universe_size, 1.0 / schema.universe_size) if prior is None
-                       else normalized_prior(prior, schema.universe_size))
-        self._weights = self._prior.copy()
-        self._total = 1.0
         self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
         self._noise_total = 0.0  # E[sum of |noise|] over every measured value: where a fit stops
         self._measured_queries: list[Query] = []  # what ("query", i, ...) refers to
-        self._selections: dict = {}
         self._done: set = set()  # measured subsets, and measured queries' keys
         self._tested_lazy: set = set()  # subsets tested lazy since D last moved
         self.updates = 0
         self.fit_passes: list[int] = []  # MW passes run after each update
         self.log: list[_Measurement] = []
         self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
+        self.capped = 0  # queries answered lazily because an update would grow D past its cap
         self._epoch: AboveThreshold | None = None
-        self.released: np.ndarray | None = None  # the release, once made
+        self.released = None  # the release (a flat array, or a factored model), once made
         self._released_measurements = -1
         if plan.warm_subsets:
             self._warm_start()
@@ -366,15 +371,25 @@ class PracticalPMW:
     def halted(self) -> bool:
         return self.updates >= self.plan.updates
 
-    def distribution(self) -> np.ndarray:
-        """D_t, the online estimate, as a fresh normalized flat array."""
-        return self._weights / self._total
+    @property
+    def representation(self) -> str:
+        """How D is stored: ``dense`` or ``factored``."""
+        return self._dist.representation
+
+    @property
+    def model_cells(self) -> int:
+        """Cells D holds: the universe (dense) or its junction tree's cliques (factored)."""
+        return self._dist.cells
+
+    def distribution(self):
+        """D_t, the online estimate: a fresh normalized flat array, or a copy of the factored model."""
+        return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
 
     def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
         """The marginal of D_t on ``subset`` (fractions), cached until D moves."""
         table = self._model_tables.get(subset)
         if table is None:
-            table = marginal_from_dense(self._weights, self.schema, subset) / self._total
+            table = self._dist.marginal(subset)
             self._model_tables[subset] = table
         return table
 
@@ -397,10 +412,13 @@ class PracticalPMW:
             self._measure_marginal(subset, self.plan.epsilon_warm, self.plan.rho_warm, note)
             self._done.add(subset)  # in every fit from now on: its queries are answered without a test
             self.log.append(_Measurement(0, "warm start", subset, "marginal", self._measured[-1][2].tolist()))
-        self._total, passes, _ = mw_fit(self._weights, self._total, self.schema, self._measured_queries,
-                                        self._measured, self.plan.rows, self.replay_passes, self._selections,
-                                        FIT_TOLERANCE * self._noise_total)
-        self.fit_passes.append(passes)
+        self.fit_passes.append(self._fit(self._dist))
+
+    def _fit(self, dist) -> int:
+        """Fit ``dist`` to every measurement so far (MWEM's fit), to the noise level."""
+        passes, _ = dist.fit(self._measured, self.plan.rows, self.replay_passes, workload=self._measured_queries,
+                             stop_residual=FIT_TOLERANCE * self._noise_total)
+        return passes
 
     def _measure_marginal(self, subset: tuple[str, ...], epsilon: float, rho: float, note: str) -> None:
         truth = self._data_table(subset)
@@ -425,6 +443,10 @@ class PracticalPMW:
         if key in self._done or key in self._tested_lazy:
             self.rounds[LAZY] += 1
             return PMWAnswer(self.model_answer(query), LAZY, self.updates)
+        if not self._dist.fits(subset):  # an update would grow the factored D past its cap: no test
+            self.capped += 1
+            self.rounds[LAZY] += 1
+            return PMWAnswer(self.model_answer(query), CAPPED, self.updates)
         if self._epoch is None:
             self._epoch = AboveThreshold(0.0, self.plan.epsilon_test, 1, self._rng, accountant=self.accountant,
                                          note=f"PMW epoch {self.updates + 1}")
@@ -464,32 +486,27 @@ class PracticalPMW:
         self.updates += 1
         self.log.append(_Measurement(self.updates, label, query.columns, kind, np.asarray(self._measured[-1][2]).tolist()))
         self._epoch = None
-        before = self._weights / self._total if self.monitor is not None else None
-        self._total, passes, _ = mw_fit(self._weights, self._total, self.schema, self._measured_queries,
-                                        self._measured, self.plan.rows, self.replay_passes, self._selections,
-                                        FIT_TOLERANCE * self._noise_total)
-        self.fit_passes.append(passes)
+        before = self._dist.normalized() if self.monitor is not None else None
+        self.fit_passes.append(self._fit(self._dist))
         self._model_tables.clear()
         self._tested_lazy.clear()
         if self.monitor is not None:
-            self.monitor.record(before, self._weights / self._total, query_id=query_id, query=label,
+            self.monitor.record(before, self._dist.normalized(), query_id=query_id, query=label,
                                 columns=query.columns, tested_error=error)
 
 
     # -- the release ---------------------------------------------------------------------
-    def release(self) -> np.ndarray:
+    def release(self):
         """The released distribution: every measurement refit from the starting distribution
         (post-processing of the noisy measurements), or the prior when nothing was measured."""
         if self.released is not None and len(self._measured) == self._released_measurements:
             return self.released
         self._released_measurements = len(self._measured)
-        weights = self._prior.copy()
+        dist = self._start.copy()
         if self._measured:
-            total, _, _ = mw_fit(weights, 1.0, self.schema, self._measured_queries, self._measured, self.plan.rows,
-                                 self.replay_passes, {}, FIT_TOLERANCE * self._noise_total)
-            weights /= total
-        self.released = weights
-        return weights
+            self._fit(dist)
+        self.released = dist.normalized() if dist.representation == "dense" else dist
+        return self.released
 
     def to_model(self, *, seeded: bool = False, distribution: np.ndarray | None = None):
         """The release as a ``Model``: the refit distribution, the plan, the privacy spent and

@@ -195,6 +195,14 @@ def check_output_format(path: str | os.PathLike) -> bool:
 _MEMORY_PER_ROW = 8
 #: Bytes of memory per universe cell while rounding (probabilities, counts, remainders).
 _MEMORY_PER_CELL = 24
+#: Per-row arrays of ancestral sampling besides the codes (groups, ranks, values, order).
+_FACTORED_ROW_ARRAYS = 6
+
+
+def _is_factored(distribution: Any) -> bool:
+    """A model that samples its own rows (``FactoredModel``), not a flat array over U."""
+    return distribution is not None and not isinstance(distribution, np.ndarray) and hasattr(distribution,
+                                                                                             "sample_codes")
 
 
 def estimated_row_bytes(schema: Schema) -> float:
@@ -211,11 +219,16 @@ def estimated_row_bytes(schema: Schema) -> float:
     return width + len(schema)
 
 
-def check_capacity(path: object, schema: Schema, rows: int) -> None:
+def check_capacity(path: object, schema: Schema, rows: int, distribution: Any = None) -> None:
     """``SynthError`` before any work when ``rows`` synthetic rows cannot fit: in this
-    machine's available memory (sampling holds one index per row), or on the disk that holds
-    ``path`` (a regular file; streams are not checked)."""
-    needed = _MEMORY_PER_ROW * rows + _MEMORY_PER_CELL * schema.universe_size
+    machine's available memory (sampling holds one index per row and a table per universe
+    cell; from a factored ``distribution``, a row of codes and a table per model cell), or
+    on the disk that holds ``path`` (a regular file; streams are not checked)."""
+    if _is_factored(distribution):
+        needed = (_MEMORY_PER_ROW * (len(schema) + _FACTORED_ROW_ARRAYS) * rows
+                  + _MEMORY_PER_CELL * distribution.cells)
+    else:
+        needed = _MEMORY_PER_ROW * rows + _MEMORY_PER_CELL * schema.universe_size
     available = _available_memory()
     if available is not None and needed > available:
         raise SynthError(f"{rows:,} synthetic rows need about {_size(needed)} of memory while sampling; this "
@@ -258,7 +271,7 @@ def _size(size: float) -> str:
 
 def write_synthetic(
     path: str | os.PathLike | IO[str],
-    distribution: np.ndarray,
+    distribution,
     schema: Schema,
     rows: int,
     *,
@@ -281,7 +294,7 @@ def write_synthetic(
     stream = hasattr(path, "write")
     parquet = False if stream else check_output_format(path)
     rows = _check_rows(rows)
-    check_capacity(None if stream else path, schema, rows)
+    check_capacity(None if stream else path, schema, rows, distribution)
     _check_choice("method", method, METHODS)
     _check_choice("numeric", numeric, NUMERIC_MODES)
     if not isinstance(chunk_rows, numbers.Integral) or isinstance(chunk_rows, bool):
@@ -289,10 +302,15 @@ def write_synthetic(
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be >= 1")
     rng = make_rng(rng)
-    cells = _shuffled_cells(distribution, schema, rows, method, rng)
+    if _is_factored(distribution):
+        codes = distribution.sample_codes(rows, method, rng)
+        rows_of = codes.__getitem__
+    else:
+        cells = _shuffled_cells(distribution, schema, rows, method, rng)
+        rows_of = lambda part: schema.cell_codes(cells[part])  # noqa: E731
     chunks = (
-        decode_rows(schema.cell_codes(cells[start : start + chunk_rows]), schema, numeric, rng)
-        for start in range(0, max(cells.size, 1), chunk_rows)  # one (maybe empty) chunk at least
+        decode_rows(rows_of(slice(start, start + chunk_rows)), schema, numeric, rng)
+        for start in range(0, max(rows, 1), chunk_rows)  # one (maybe empty) chunk at least
     )
     done = 0
     mode, options = ("wb", {}) if parquet else ("w", {"newline": "", "encoding": "utf-8"})
@@ -303,7 +321,7 @@ def write_synthetic(
             write(frame)
             done += len(frame)
             if progress is not None:
-                progress(done, done / cells.size if cells.size else 1.0)
+                progress(done, done / rows if rows else 1.0)
         if parquet:
             write(None)
     return done
@@ -366,9 +384,12 @@ def sample_model(
     """Synthetic rows of a ``Model`` as a DataFrame; ``rows`` defaults to ``model.rows``, rounded."""
     if rows is None:
         rows = int(np.rint(model.rows))
-    check_capacity(None, model.schema, _check_rows(rows))
+    check_capacity(None, model.schema, _check_rows(rows), model.distribution)
     rng = make_rng(rng)
-    codes = sample_codes(model.distribution, model.schema, rows, method, rng)
+    if _is_factored(model.distribution):
+        codes = model.distribution.sample_codes(rows, method, rng)
+    else:
+        codes = sample_codes(model.distribution, model.schema, rows, method, rng)
     return decode_rows(codes, model.schema, numeric, rng)
 
 

@@ -40,10 +40,10 @@ def sha256(distribution) -> str:
     return hashlib.sha256(np.asarray(distribution, dtype="<f8").tobytes()).hexdigest()
 
 
-def good_header(distribution=P, version=2) -> dict:
+def good_header(distribution=P, version=FORMAT_VERSION) -> dict:
     header = make_model().header()
     header["format_version"] = version
-    if version == 2:
+    if version >= 2:
         header["distribution_sha256"] = sha256(distribution)
     return header
 
@@ -74,7 +74,7 @@ def test_round_trip_keeps_everything_and_stores_the_checksum(tmp_path):
     with np.load(tmp_path / "m.npz", allow_pickle=False) as archive:
         meta = json.loads(archive["meta"].tobytes().decode("utf-8"))
         stored = archive["distribution"]
-    assert FORMAT_VERSION == 2 and meta["format_version"] == 2
+    assert FORMAT_VERSION == 3 and meta["format_version"] == 3 and "representation" not in meta
     assert stored.dtype == np.dtype("<f8") and meta["distribution_sha256"] == sha256(P)
 
 
@@ -142,7 +142,7 @@ def _set(key, value):
     (_set("distribution_sha256", sha256(P).upper()),
      "header field 'distribution_sha256' must be 64 lowercase hex digits"),
     (_without("distribution_sha256"), "header field 'distribution_sha256' is missing"),
-    (_set("extra", 1), "unknown header field 'extra' (a version 2 header has: distribution_sha256, format,"),
+    (_set("extra", 1), "unknown header field 'extra' (a version 3 header has: distribution_sha256, factors, format,"),
     (_without("format_version"), "header field 'format_version' is missing"),
     (_without("format"), "not a synth model file (header format None)"),
     (_set("format", "other"), "not a synth model file (header format 'other')"),
@@ -209,13 +209,21 @@ def test_version_1_files_still_load_and_are_checked_the_same_way(tmp_path):
     refused(write_npz(tmp_path / "c.npz", with_checksum, P), "unknown header field 'distribution_sha256'")
 
 
-@pytest.mark.parametrize("version", [99, 0, 3, "2", 2.0, True, None])
+def test_version_2_dense_files_still_load(tmp_path):
+    model = Model.load(write_npz(tmp_path / "v2.npz", good_header(version=2), P))
+    np.testing.assert_array_equal(model.distribution, P)
+    factored_field = good_header(version=2)
+    factored_field["representation"] = "factored"
+    refused(write_npz(tmp_path / "f.npz", factored_field, P), "unknown header field 'representation'")
+
+
+@pytest.mark.parametrize("version", [99, 0, 4, "2", 2.0, True, None])
 def test_other_versions_are_refused_naming_the_version(tmp_path, version):
     header = good_header()
     header["format_version"] = version
     refused(write_npz(tmp_path / "m.npz", header, P),
-            f"model format version {version!r} is not supported (this synth reads versions 1 and 2"
-            + ("; a newer file needs a newer synth)" if version in (3, 99) else ")"))
+            f"model format version {version!r} is not supported (this synth reads versions 1, 2 and 3"
+            + ("; a newer file needs a newer synth)" if version in (4, 99) else ")"))
 
 
 # -- the distribution --------------------------------------------------------------------------

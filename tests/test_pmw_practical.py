@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 
-import synth.fit
 import synth.mwem
 import synth.pmw_practical
 from synth.accounting import Accountant
@@ -96,8 +95,26 @@ def test_with_delta_measurements_are_gaussian_and_compose_in_zcdp():
     assert spent.epsilon <= 1.0 and spent.delta <= 1e-6
 
 
-def test_the_fit_is_mwems_own():
-    assert synth.pmw_practical.mw_fit is synth.fit.mw_fit and synth.mwem.mw_fit is synth.fit.mw_fit
+@pytest.mark.parametrize("representation", ["dense", "factored"])
+def test_the_fit_is_mwems_own(monkeypatch, representation):
+    """Both engines fit through the distribution's own ``fit``: one fit for MWEM and PMW alike."""
+    from synth.distribution import DenseDistribution
+    from synth.factored import FactoredModel
+
+    owner = DenseDistribution if representation == "dense" else FactoredModel
+    calls = []
+    original = owner.fit
+
+    def spy(self, *args, **kwargs):
+        calls.append(type(self).__name__)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, "fit", spy)
+    codes = correlated_codes(5000, 3)
+    run_pmw(codes, SCHEMA, WORKLOAD, 2.0, rows=5000, rng=4, variant="practical", representation=representation)
+    from_pmw = len(calls)
+    synth.mwem.mwem(codes, SCHEMA, WORKLOAD, 1.0, rows=5000, rng=5, representation=representation)
+    assert from_pmw > 0 and len(calls) > from_pmw and set(calls) == {owner.__name__}
 
 
 def test_monitor_reports_the_potential_and_the_pythagorean_bound():
