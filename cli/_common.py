@@ -282,3 +282,17 @@ test_option = click.option(
     help="pmw --variant practical: test (and measure) a query's whole marginal table, or the query alone; auto "
          "takes the marginal up to 10,000 cells.",
 )
+
+
+representation_option = click.option(
+    "--representation", type=click.Choice(["auto", "dense", "factored"]), default="auto", show_default=True,
+    help="mwem, pmw: keep the distribution as one dense array over every cell (up to 10^8 cells) or as a "
+         "factored model over the measured column subsets (a junction tree; any number of columns). auto: "
+         "dense while the universe fits.",
+)
+max_model_cells_option = click.option(
+    "--max-model-cells", type=click.IntRange(1000), default=None,
+    help="mwem, pmw with a factored model: the most cells its junction tree's cliques may hold together "
+         "(default 10,000,000, about 80 MB a copy). MWEM selects only marginals that fit; PMW answers an "
+         "update that would not fit lazily.",
+)

@@ -24,7 +24,9 @@ from ._common import (
     output_folder_exists,
     output_option,
     progress,
+    max_model_cells_option,
     quiet_option,
+    representation_option,
     seed_option,
     test_option,
     variant_option,
@@ -69,6 +71,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
               help="--stream: end after N answers (--variant theory needs it: its plan is made for N queries).")
 @variant_option
 @test_option
+@representation_option
+@max_model_cells_option
 @click.option("--monitor", "monitor_file", type=click.Path(dir_okay=False, writable=True),
               callback=output_folder_exists, help="Write PMW's KL-potential monitor here (NON-PRIVATE diagnostic).")
 @click.option("--save-model", "model_file", type=click.Path(dir_okay=False, writable=True),
@@ -80,8 +84,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @force_option
 @output_option("Where to write the answers CSV")
 def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
-           alpha, passes, plan_only, stream, stream_queries, variant, test_kind, monitor_file, model_file, bad_rows, seed,
-           columns, quiet, force, output) -> None:
+           alpha, passes, plan_only, stream, stream_queries, variant, test_kind, representation, max_model_cells,
+           monitor_file, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
@@ -116,6 +120,8 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
         raise click.UsageError("Missing option '--workload' (only --stream runs without a workload)")
     elif stream_queries is not None:
         raise click.UsageError("--queries applies to --stream only (a workload run answers the workload's queries)")
+    if not mechanism and (representation != "auto" or max_model_cells is not None):
+        raise click.UsageError("--representation and --max-model-cells apply to --mechanism pmw")
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file, "--model": from_model},
                   {"-o": output, "--save-model": model_file, "--monitor": monitor_file}, force)
     if from_model:
@@ -136,14 +142,19 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
             raise click.UsageError("--mechanism pmw needs --epsilon")
         if test_kind != "auto" and variant == "theory":
             raise click.UsageError("--test applies to --variant practical")
+        if max_model_cells is not None and representation == "dense":
+            raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
+        from synth.factored import DEFAULT_MAX_MODEL_CELLS
+
+        storage = {"representation": representation, "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
         if stream:
             _answer_stream(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                            alpha, stream_queries, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant,
-                           test_kind)
+                           test_kind, storage)
             return
         _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                          alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file,
-                         variant, test_kind)
+                         variant, test_kind, storage)
 
 
 def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
@@ -199,7 +210,7 @@ def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> No
 
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                      alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
-                     schema_file, variant="practical", test_kind="auto") -> None:
+                     schema_file, variant="practical", test_kind="auto", storage=None) -> None:
     from synth.pmw_plan import plan_pmw
     from synth.row_count import DEFAULT_COUNT_SHARE
 
@@ -227,7 +238,8 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     with progress("pmw", quiet) as update:
         run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
                       passes=passes, count_share=share, updates=updates, alpha=alpha,
-                      monitor=monitor_file is not None, progress=update, variant=variant, test=test_kind)
+                      monitor=monitor_file is not None, progress=update, variant=variant, test=test_kind,
+                      **(storage or {}))
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")
@@ -253,6 +265,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     plan = run.plan
     note(f"PMW ({variant}): {run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in run.pmw.rounds.items()))
+    _note_storage(run.pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
          f"of epsilon={epsilon:g}, delta={delta:g}")
     if variant == "theory":
@@ -268,6 +281,16 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
         warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
     if model_file:
         note(f"model saved to {model_file}")
+
+
+def _note_storage(pmw, schema) -> None:
+    """How D was stored, and the queries a factored D's cap left lazy."""
+    from .generate_cmd import describe_representation
+
+    note(describe_representation(pmw.representation, pmw.model_cells, schema.universe_size))
+    if pmw.capped:
+        warn(f"{pmw.capped:,} queries were answered lazily (round 'lazy (model cap)') because their update would "
+             "grow the model past --max-model-cells")
 
 
 # -- --stream: PMW online, one JSON line in, one JSON line out ------------------------------------
@@ -290,7 +313,8 @@ def _check_stream_options(mechanism, plan_only, passes, output, variant, stream_
 
 
 def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta, rows, count_epsilon, updates, alpha,
-                   limit, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant, test_kind) -> None:
+                   limit, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant, test_kind,
+                   storage=None) -> None:
     from synth._io import output_group
     from synth.data import read
     from synth.pmw import HALTED, open_pmw
@@ -303,7 +327,8 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
     opened = open_pmw(encoded.codes, selected, epsilon, delta, beta,
                       subsets=workload.subsets if workload is not None else (), queries=limit,
                       rows=rows if rows is not None else selected.rows, rng=seed, count_share=share, updates=updates,
-                      alpha=alpha, monitor=monitor_file is not None, variant=variant, test=test_kind)
+                      alpha=alpha, monitor=monitor_file is not None, variant=variant, test=test_kind,
+                      **(storage or {}))
     pmw, plan, accountant = opened.pmw, opened.plan, opened.accountant
     for line in opened.notes:
         note(line)
@@ -325,6 +350,7 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
          f"{tally.errors:,} error line{'s' * (tally.errors != 1)}")
     note(f"PMW ({variant}): {pmw.updates:,} updates of L={plan.updates:,}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in pmw.rounds.items()))
+    _note_storage(pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
          f"of epsilon={epsilon:g}, delta={delta:g}")
     if pmw.rounds[HALTED]:

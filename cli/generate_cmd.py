@@ -12,11 +12,13 @@ from ._common import (
     bad_rows_option,
     columns_option,
     load_schema,
+    max_model_cells_option,
     note,
     output_folder_exists,
     flush_stdout,
     progress,
     quiet_option,
+    representation_option,
     schema_option,
     seed_option,
     test_option,
@@ -44,7 +46,9 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
-@click.option("--rounds", type=click.IntRange(1), help="mwem: rounds T (default 50, at most one per marginal or query).")
+@click.option("--rounds", type=click.IntRange(1),
+              help="mwem: rounds T (default: every marginal when there are at most 50; else two per column, at "
+                   "most 50; measuring queries, 50).")
 @click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
               help="mwem: measure a whole marginal per round, or one query.")
 @click.option("--select-share", type=CheckedFloat("check_probability", "select-share"), default=None,
@@ -81,6 +85,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--updates", type=click.IntRange(1), help="pmw: fix the update bound L instead of planning it.")
 @variant_option
 @test_option
+@representation_option
+@max_model_cells_option
 @click.option("--beta", type=BETA, default=0.05, show_default=True, help="Failure probability of the stated bounds.")
 @click.option("--sample-rows", type=click.IntRange(0, 2**63 - 1),
               help="Rows in the synthetic table (default: n, the public or noisy row count; a table of more "
@@ -99,7 +105,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
 def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
-             updates, variant, test_kind, beta, sample_rows,
+             updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
              rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA.csv and write a synthetic table.
 
@@ -121,10 +127,13 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
           --net exact --net-size 4 --epsilon 1 -o synthetic.csv
       synth generate adult.csv --schema adult-domain.json --workload w3.json --mechanism blr \\
           --prior mwem --epsilon 1 --rows 48842 -o synthetic.csv
+      synth workload marginals --schema adult-domain.json --way 2 -o w2-all.json
+      synth generate adult.csv --schema adult-domain.json --workload w2-all.json \
+          --epsilon 1 -o synthetic.csv --model adult.npz    # all 14 columns: a factored model
     """
     net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha, variant, test_kind)
+                   measure, passes, alpha, variant, test_kind, representation, max_model_cells)
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
@@ -141,10 +150,11 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
     estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
-                         select_share, passes, updates, alpha, variant)
+                         select_share, passes, updates, alpha, variant, representation)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
     from synth.data import read
+    from synth.factored import DEFAULT_MAX_MODEL_CELLS
 
     with progress(f"reading {data}", quiet) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
@@ -152,7 +162,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
-               "seed": seed, "variant": variant, "test": test_kind}
+               "seed": seed, "variant": variant, "test": test_kind, "representation": representation,
+               "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
         model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
@@ -222,7 +233,8 @@ def _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha) -
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha, variant="practical", test_kind="auto") -> None:
+                   measure, passes, alpha, variant="practical", test_kind="auto", representation="auto",
+                   max_model_cells=None) -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
@@ -230,10 +242,12 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         "--candidates": candidates is not None, "--max-net": max_net is not None, "--updates": updates is not None,
         "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
         "--variant": variant != "practical", "--test": test_kind != "auto",
+        "--representation": representation != "auto", "--max-model-cells": max_model_cells is not None,
     }
-    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes"},
+    shared = {"--representation", "--max-model-cells"}
+    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", *shared},
               "blr": {"--net-size", "--candidates", "--max-net", "--alpha"},
-              "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test"}}
+              "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test", *shared}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
     if foreign:
         raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")
@@ -243,6 +257,10 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--max-net applies to --net exact")
     if test_kind != "auto" and variant == "theory":
         raise click.UsageError("--test applies to --variant practical")
+    if max_model_cells is not None and representation == "dense":
+        raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
+    if average and representation == "factored":
+        raise click.UsageError("--average needs --representation dense (it averages the rounds' dense arrays)")
 
 
 #: A run estimated to take at least this long says so before it starts.
@@ -250,16 +268,20 @@ ESTIMATE_AFTER_SECONDS = 10.0
 
 
 def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
-              updates, alpha, variant="practical"):
+              updates, alpha, variant="practical", representation="auto"):
     """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
-    progress bar already counts candidates, and for a PMW plan that needs the noisy n."""
+    progress bar already counts candidates, for a PMW plan that needs the noisy n, and for a
+    factored model, whose cost follows the cliques the run grows (its progress bar shows it)."""
+    from synth.distribution import choose_representation
     from synth.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate
 
+    if mechanism in ("mwem", "pmw") and choose_representation(schema, representation) == "factored":
+        return None
     if mechanism == "mwem":
-        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, DEFAULT_ROUNDS
+        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds
 
         candidates = len(queries.subsets) if measure == "marginal" else len(queries)
-        rounds = min(rounds or DEFAULT_ROUNDS, candidates)
+        rounds = min(rounds or default_rounds(queries, candidates, measure), candidates)
         selecting = select_share is not None or rounds < candidates
         return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
                              DEFAULT_FINAL_PASSES, selecting)
@@ -289,16 +311,26 @@ def _count_share(count_epsilon, epsilon) -> float:
 
 
 def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
-    from synth.mwem import DEFAULT_PASSES, DEFAULT_ROUNDS, mwem
+    from synth.mwem import DEFAULT_PASSES, mwem
 
-    result = mwem(codes, schema, queries, epsilon, rounds=options["rounds"] or DEFAULT_ROUNDS,
-                  measure=options["measure"], select_share=options["select_share"],
-                  passes=options["passes"] or DEFAULT_PASSES, output="average" if options["average"] else "last",
-                  rows=options["rows"], count_share=share, rng=options["seed"], progress=update)
+    result = mwem(codes, schema, queries, epsilon, rounds=options["rounds"], measure=options["measure"],
+                  select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,
+                  output="average" if options["average"] else "last", rows=options["rows"], count_share=share,
+                  rng=options["seed"], representation=options["representation"],
+                  max_model_cells=options["max_model_cells"], progress=update)
     p = result.parameters
     how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
     lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}); final fit: {p['final_passes_run']} passes"]
+    lines.append(describe_representation(p["representation"], p["model_cells"], schema.universe_size))
+    lines += [f"mwem: {text}" for text in result.notes]
     return result.to_model(schema, seeded=options["seed"] is not None), result.accountant, lines
+
+
+def describe_representation(representation: str, model_cells: int, universe: int) -> str:
+    """One line on how the released distribution is stored."""
+    if representation == "dense":
+        return f"distribution: dense, {universe:,} cells"
+    return f"distribution: factored, {model_cells:,} cells in its junction tree's cliques (universe: {universe:,} cells)"
 
 
 def _fit_blr(codes, schema, queries, epsilon, options, share, update):
@@ -378,9 +410,14 @@ def _fit_pmw(codes, schema, queries, epsilon, options, share, update):
 
     run = run_pmw(codes, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
                   rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
-                  alpha=options["alpha"], progress=update, variant=options["variant"], test=options["test"])
+                  alpha=options["alpha"], progress=update, variant=options["variant"], test=options["test"],
+                  representation=options["representation"], max_model_cells=options["max_model_cells"])
     lines = list(run.notes)
     lines.append(f"pmw ({options['variant']}): {run.pmw.updates:,} updates of L={run.plan.updates:,}")
+    lines.append(describe_representation(run.pmw.representation, run.pmw.model_cells, schema.universe_size))
+    if run.pmw.capped:
+        lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "
+                     "past --max-model-cells")
     if run.pmw.updates == 0:
         warn("PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)")
     return run.pmw.to_model(seeded=options["seed"] is not None), run.accountant, lines
