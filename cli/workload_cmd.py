@@ -22,26 +22,35 @@ def workload() -> None:
 @schema_option
 @click.option("--way", required=True, type=click.IntRange(1), help="Marginal order K (columns per marginal).")
 @columns_option
+@click.option("--cells", "as_cells", is_flag=True,
+              help="Write every cell as its own query ({\"where\": ...}) instead of one {\"marginal\": [...]} "
+                   "line per marginal (the same queries, in the same order).")
 @click.option("--max-queries", default=1_000_000, show_default=True, type=click.IntRange(1),
-              help="Refuse to write more queries than this.")
+              help="With --cells: refuse to write more queries than this.")
 @output_option("Where to write the workload JSON")
 @force_option
-def marginals(schema_file: str, way: int, columns: str | None, max_queries: int, output: str, force: bool) -> None:
-    """Write all K-way marginals as cell queries.
+def marginals(schema_file: str, way: int, columns: str | None, as_cells: bool, max_queries: int, output: str,
+              force: bool) -> None:
+    """Write all K-way marginals: every cell of each is one counting query.
 
     Marginals come in lexicographic order of column subsets (columns in schema order, or
-    the --columns order), cells in row-major order of each marginal's columns.
+    the --columns order), cells in row-major order of each marginal's columns. Each marginal
+    is one line {"marginal": [columns]}, so all 364 3-way marginals of adult's 14 columns
+    (20.9 million cells) take 364 lines; --cells writes each cell as {"where": {...}}.
 
     \b
-    Example:
+    Examples:
       synth workload marginals --schema adult-domain.json --way 3 \\
           --columns workclass,education-num,sex -o w3.json
+      synth workload marginals --schema adult-domain.json --way 2 --cells -o w2-cells.json
     """
     check_outputs({"--schema": schema_file}, {"-o": output}, force)
     from synth.workload import Workload
 
     _, loaded = load_schema(schema_file, columns)
-    built = Workload.marginals(loaded, way, max_queries=max_queries)
+    built = Workload.marginals(loaded, way, max_queries=max_queries if as_cells else None)
+    if as_cells:
+        built = built.cell_queries()
     write_output(output, built.write_json)
     if output != "-":
         note(f"wrote {len(built):,} queries ({len(built.subsets)} marginals of {way} columns) to {output}")

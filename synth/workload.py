@@ -8,12 +8,15 @@ with a small sum, which is what keeps large workloads cheap.
 Workload JSON::
 
     {"queries": [{"name": "optional", "where": {"race": 3, "sex": [0, 1],
-                                                "age": {"range": [20, 39]}}}, ...]}
+                                                "age": {"range": [20, 39]}}},
+                 {"marginal": ["race", "sex"]}, ...]}
 
 A scalar means equality, a list means membership, ``{"range": [lo, hi]}`` is inclusive in the
 column's value order: codes for coded columns, label order for categorical ones; for numeric
 columns the bins that lie wholly inside ``[lo, hi]``. A scalar on a numeric column picks the
-bin that holds it. ``"where": {}`` counts every row.
+bin that holds it. ``"where": {}`` counts every row. ``{"marginal": [columns]}`` stands for
+every cell of that marginal, one query each (row-major in schema column order): a workload of
+millions of cells stays a few lines, and is answered without building a query per cell.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, Union
 
 import numpy as np
 
@@ -32,7 +35,7 @@ from ._io import atomic_write, read_json
 from .errors import SchemaError, WorkloadError, locate
 from .schema import Schema
 
-__all__ = ["Query", "Workload", "parse_query"]
+__all__ = ["MarginalCells", "Query", "Workload", "parse_query"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,23 +56,68 @@ class Query:
         return all(a.size == 1 for a in self.allowed)
 
 
-class Workload:
-    """An ordered list of counting queries over one schema, grouped by column subset."""
+@dataclass(frozen=True)
+class MarginalCells:
+    """Every cell of the marginal on ``columns`` (schema order), one counting query each, in
+    row-major order (last column fastest), without a ``Query`` object per cell."""
 
-    def __init__(self, schema: Schema, queries: Iterable[Query], description: str | None = None):
+    columns: tuple[str, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def cells(self) -> int:
+        return math.prod(self.shape)
+
+    def query(self, j: int) -> Query:
+        """The ``j``-th cell's query."""
+        cell = np.unravel_index(j, self.shape) if self.shape else ()
+        return Query(self.columns, tuple(np.array([int(c)]) for c in cell))
+
+
+Item = Union[Query, MarginalCells]
+
+
+class Workload:
+    """An ordered list of counting queries over one schema, grouped by column subset.
+
+    The list is made of items: single queries and whole marginals (``MarginalCells``, every
+    cell a query). Length, indexing, answering and writing work on the items, so a marginal of
+    a million cells costs one item, not a million queries.
+    """
+
+    def __init__(self, schema: Schema, queries: Iterable[Item], description: str | None = None):
         self.schema = schema
-        self.queries: tuple[Query, ...] = tuple(queries)
+        self.items: tuple[Item, ...] = tuple(queries)
         self.description = description
+        sizes = [item.cells if isinstance(item, MarginalCells) else 1 for item in self.items]
+        self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
         self._plan: dict[tuple[str, ...], _Group] | None = None
+        self._queries: tuple[Query, ...] | None = None
+
+    @property
+    def queries(self) -> tuple[Query, ...]:
+        """Every query, one object each (built on first use: for small workloads)."""
+        if self._queries is None:
+            self._queries = tuple(iter(self))
+        return self._queries
 
     def __len__(self) -> int:
-        return len(self.queries)
+        return int(self._starts[-1])
 
     def __getitem__(self, i: int) -> Query:
-        return self.queries[i]
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"query {i} of a workload of {len(self)}")
+        i %= max(len(self), 1)
+        k = int(np.searchsorted(self._starts, i, side="right")) - 1
+        item = self.items[k]
+        return item.query(i - int(self._starts[k])) if isinstance(item, MarginalCells) else item
 
     def __iter__(self):
-        return iter(self.queries)
+        for item in self.items:
+            if isinstance(item, MarginalCells):
+                yield from (item.query(j) for j in range(item.cells))
+            else:
+                yield item
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -85,7 +133,7 @@ class Workload:
             raise WorkloadError(f"{source}: 'queries' must be a list")
         if not items:
             raise WorkloadError(f"{source}: 'queries' is empty: a workload needs at least one query")
-        queries = [_parse_query(item, i, schema, source) for i, item in enumerate(items)]
+        queries = [_parse_item(item, i, schema, source) for i, item in enumerate(items)]
         description = obj.get("description")
         return cls(schema, queries, description if isinstance(description, str) else None)
 
@@ -98,7 +146,7 @@ class Workload:
     def marginals(
         cls, schema: Schema, way: int, *, max_queries: int | None = None
     ) -> Workload:
-        """All ``way``-way marginals as cell queries.
+        """All ``way``-way marginals, every cell a query (``MarginalCells`` items).
 
         Column subsets come in lexicographic order of the schema's columns; the cells of each
         marginal in row-major order of its columns (last column fastest).
@@ -112,18 +160,19 @@ class Workload:
                 f"the {way}-way marginals over these columns have {total:,} cells, more than "
                 f"the limit of {max_queries:,}; select fewer columns or raise the limit"
             )
-        queries = []
-        for subset in subsets:
-            names = tuple(schema.names[p] for p in subset)
-            for cell in np.ndindex(*(schema.shape[p] for p in subset)):
-                queries.append(Query(names, tuple(np.array([c]) for c in cell)))
+        items = [MarginalCells(tuple(schema.names[p] for p in subset), tuple(schema.shape[p] for p in subset))
+                 for subset in subsets]
         description = f"all {way}-way marginals over {', '.join(schema.names)}"
-        return cls(schema, queries, description)
+        return cls(schema, items, description)
+
+    def cell_queries(self) -> Workload:
+        """The same workload with every marginal written out as single cell queries."""
+        return Workload(self.schema, iter(self), self.description)
 
     # -- describing and writing ----------------------------------------------------------
     def describe(self, i: int) -> str:
         """Human-readable form of query ``i``, e.g. ``sex = Male AND age in [20, 40)``."""
-        query = self.queries[i]
+        query = self[i]
         if not query.columns:
             return "all rows"
         return " AND ".join(self.schema[c].describe(a) for c, a in zip(query.columns, query.allowed))
@@ -132,10 +181,12 @@ class Workload:
         out: dict[str, Any] = {}
         if self.description:
             out["description"] = self.description
-        out["queries"] = [self._query_dict(q) for q in self.queries]
+        out["queries"] = [self._query_dict(q) for q in self.items]
         return out
 
-    def _query_dict(self, query: Query) -> dict:
+    def _query_dict(self, query: Item) -> dict:
+        if isinstance(query, MarginalCells):
+            return {"marginal": list(query.columns)}
         item: dict[str, Any] = {}
         if query.name is not None:
             item["name"] = query.name
@@ -148,12 +199,12 @@ class Workload:
             self.write_json(handle)
 
     def write_json(self, handle: TextIO) -> None:
-        """Write the workload JSON to an open text file, one query per line."""
+        """Write the workload JSON to an open text file, one item (query or marginal) per line."""
         handle.write("{")
         if self.description:
             handle.write(f'"description": {json.dumps(self.description)},\n ')
         handle.write('"queries": [')
-        for i, query in enumerate(self.queries):
+        for i, query in enumerate(self.items):
             handle.write(",\n  " if i else "\n  ")
             handle.write(json.dumps(self._query_dict(query), ensure_ascii=False))
         handle.write("\n]}\n")
@@ -189,26 +240,36 @@ class Workload:
 
     def _groups(self) -> dict[tuple[str, ...], _Group]:
         if self._plan is None:
-            members: dict[tuple[str, ...], list[int]] = {}
-            for i, query in enumerate(self.queries):
-                members.setdefault(query.columns, []).append(i)
-            self._plan = {s: _Group(self.schema, s, ids, self.queries) for s, ids in members.items()}
+            members: dict[tuple[str, ...], list[tuple[int, Item]]] = {}
+            for start, item in zip(self._starts.tolist(), self.items):
+                members.setdefault(item.columns, []).append((start, item))
+            self._plan = {s: _Group(self.schema, s, found) for s, found in members.items()}
         return self._plan
 
 
 class _Group:
     """Queries on one column subset, split into single cells (one gather) and the rest."""
 
-    def __init__(self, schema: Schema, subset: tuple[str, ...], ids: list[int], queries: Sequence[Query]):
-        cells = [i for i in ids if queries[i].is_cell]
-        self.cell_ids = np.array(cells, dtype=np.int64)
+    def __init__(self, schema: Schema, subset: tuple[str, ...], found: list[tuple[int, Item]]):
         shape = [schema[c].size for c in subset]
-        if cells and subset:
-            codes = np.array([[int(a[0]) for a in queries[i].allowed] for i in cells], dtype=np.int64)
-            self.cell_index = np.ravel_multi_index(codes.T, shape)
-        else:
-            self.cell_index = np.zeros(len(cells), dtype=np.int64)
-        self.other = [(i, np.ix_(*queries[i].allowed)) for i in ids if not queries[i].is_cell]
+        ids, index, single = [], [], []
+        for start, item in found:
+            if isinstance(item, MarginalCells):
+                ids.append(np.arange(start, start + item.cells, dtype=np.int64))
+                index.append(np.arange(item.cells, dtype=np.int64))
+            elif item.is_cell:
+                single.append((start, item))
+        if single:
+            ids.append(np.array([start for start, _ in single], dtype=np.int64))
+            if subset:
+                codes = np.array([[int(a[0]) for a in q.allowed] for _, q in single], dtype=np.int64)
+                index.append(np.ravel_multi_index(codes.T, shape).astype(np.int64))
+            else:
+                index.append(np.zeros(len(single), dtype=np.int64))
+        self.cell_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        self.cell_index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
+        self.other = [(start, np.ix_(*item.allowed)) for start, item in found
+                      if not isinstance(item, MarginalCells) and not item.is_cell]
 
     def answer_into(self, table: np.ndarray, out: np.ndarray) -> None:
         flat = table.reshape(-1)
@@ -223,6 +284,29 @@ def parse_query(item: Any, schema: Schema, source: object = "query", index: int 
     return _parse_query(item, index, schema, source)
 
 
+def _parse_item(item: Any, i: int, schema: Schema, source: object) -> Item:
+    """A query, or ``{"marginal": [columns]}``: every cell of that marginal."""
+    if not (isinstance(item, dict) and "marginal" in item):
+        return _parse_query(item, i, schema, source)
+
+    def fail(message: str) -> WorkloadError:
+        return WorkloadError(locate(message, file=source, query=i))
+
+    unknown = sorted(set(item) - {"marginal"})
+    if unknown:
+        raise fail(f"unknown key {unknown[0]!r} beside 'marginal' (a marginal item has no name or where)")
+    columns = item["marginal"]
+    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns):
+        raise fail(f"'marginal' must be a non-empty list of column names, got {columns!r}")
+    if len(set(columns)) != len(columns):
+        raise fail(f"'marginal' names a column twice: {columns!r}")
+    try:
+        positions = sorted(schema.index(c) for c in columns)
+    except SchemaError as exc:
+        raise fail(str(exc)) from None
+    return MarginalCells(tuple(schema.names[p] for p in positions), tuple(schema.shape[p] for p in positions))
+
+
 def _parse_query(item: Any, i: int, schema: Schema, source: object) -> Query:
     label: int | str = i
     if isinstance(item, dict) and isinstance(item.get("name"), str):
@@ -232,10 +316,10 @@ def _parse_query(item: Any, i: int, schema: Schema, source: object) -> Query:
         return WorkloadError(locate(message, file=source, query=label, column=column))
 
     if not isinstance(item, dict):
-        raise fail(f"expected an object with 'where', got {item!r}")
+        raise fail(f"expected an object with 'where' (or 'marginal'), got {item!r}")
     unknown = sorted(set(item) - {"name", "where"})
     if unknown:
-        raise fail(f"unknown key {unknown[0]!r}; allowed: name, where")
+        raise fail(f"unknown key {unknown[0]!r}; allowed: name, where (or marginal alone)")
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise fail(f"'name' must be a string, got {name!r}")

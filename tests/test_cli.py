@@ -680,7 +680,7 @@ def test_adult_two_way_marginals_match_pandas(tmp_path, adult_frame):
     columns = ["sex", "race", "income>50K"]
     workload = tmp_path / "w.json"
     result = invoke("workload", "marginals", "--schema", ADULT_DOMAIN, "--way", 2,
-                    "--columns", ",".join(columns), "-o", workload)
+                    "--columns", ",".join(columns), "--cells", "-o", workload)
     assert result.exit_code == 0, result.output
     queries = json.loads(workload.read_text())["queries"]
 

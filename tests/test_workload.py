@@ -1,5 +1,6 @@
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -168,3 +169,60 @@ def test_float_tables_give_float_answers(mixed_schema):
     got = w.answer({("sex",): np.array([0.25, 0.75])})
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, [0.25, 0.75])
+
+
+# -- whole marginals as items ({"marginal": [...]}) ---------------------------------------------
+
+
+def _compact_and_cells():
+
+
+    schema = Schema((Categorical("colour", ("red", "green", "blue")), Coded("a", 4), Coded("b", 2)))
+    compact = Workload.marginals(schema, 2)
+    return schema, compact, compact.cell_queries()
+
+
+def test_a_whole_marginal_item_is_the_same_queries_as_its_cells():
+    from synth.workload import MarginalCells
+
+    schema, compact, cells = _compact_and_cells()
+    assert all(isinstance(item, MarginalCells) for item in compact.items) and len(compact.items) == 3
+    assert len(cells.items) == len(cells) == len(compact) == 3 * 4 + 3 * 2 + 4 * 2
+    rng = np.random.default_rng(3)
+    tables = {s: rng.integers(0, 50, [schema[c].size for c in s]) for s in compact.subsets}
+    np.testing.assert_array_equal(compact.answer(tables), cells.answer(tables))
+    for i in [0, 5, 11, 12, 17, 18, 25, -1]:
+        a, b = compact[i], cells[i]
+        assert a.columns == b.columns and [x.tolist() for x in a.allowed] == [x.tolist() for x in b.allowed]
+        assert compact.describe(i) == cells.describe(i)
+    assert [q.columns for q in compact] == [q.columns for q in cells.queries]
+    assert {s: ids.tolist() for s, ids in compact.groups().items()} == {s: ids.tolist() for s, ids in
+                                                                        cells.groups().items()}
+    with pytest.raises(IndexError):
+        compact[len(compact)]
+
+
+def test_whole_marginals_round_trip_through_json_as_one_line_each(tmp_path):
+    schema, compact, _ = _compact_and_cells()
+    compact.save(tmp_path / "w.json")
+    text = (tmp_path / "w.json").read_text()
+    assert '{"marginal": ["colour", "a"]}' in text and "where" not in text
+    loaded = Workload.load(tmp_path / "w.json", schema)
+    assert loaded.items == compact.items
+    mixed = {"queries": [{"where": {"a": 1}}, {"marginal": ["b", "colour"]}, {"where": {}}]}
+    workload = Workload.from_dict(mixed, schema)
+    assert len(workload) == 1 + 6 + 1 and workload[1].columns == ("colour", "b")  # schema order
+    assert workload.describe(7) == "all rows" and workload.describe(2) == "colour = red AND b = 1"
+
+
+@pytest.mark.parametrize("item, message", [
+    ({"marginal": []}, "'marginal' must be a non-empty list of column names, got []"),
+    ({"marginal": "a"}, "'marginal' must be a non-empty list of column names, got 'a'"),
+    ({"marginal": ["a", "a"]}, "'marginal' names a column twice"),
+    ({"marginal": ["a", "zz"]}, "unknown column 'zz'"),
+    ({"marginal": ["a"], "name": "x"}, "unknown key 'name' beside 'marginal'"),
+])
+def test_bad_marginal_items_are_named(item, message):
+    schema, _, _ = _compact_and_cells()
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        Workload.from_dict({"queries": [{"where": {}}, item]}, schema, source="w.json")
