@@ -4,8 +4,13 @@ The root clique's cells are drawn by controlled rounding of its belief (as a den
 distribution is sampled). Then each clique, parent before child, gives the rows that share a
 separator value its remaining columns: the k rows of separator value s get the counts of
 round_counts(belief[s, :] / belief[s].sum(), k), so every conditional group matches the
-model's conditional as closely as integers can. Rows are shuffled before each clique, so
-siblings that share a separator stay independent given it.
+model's conditional as closely as integers can. With controlled rounding the match is also
+stratified: inside a group the rows are ordered by their cell of the parent clique, then by the other
+columns that have values (ties in random order), and the group's values are spread evenly along that order, so rows sharing a
+parent cell get the conditional's proportions too, not a random draw from it (a pair of
+columns from parent and child lands within rounding of the model, not a multinomial away).
+Ties and offsets are drawn afresh for each clique, so siblings stay independent given the
+parent's cell.
 """
 
 from __future__ import annotations
@@ -37,12 +42,16 @@ def sample_factored(model, rows: int, method: str = "round", rng: np.random.Gene
     cells = np.repeat(np.flatnonzero(counts), counts[np.flatnonzero(counts)])
     rng.shuffle(cells)
     _set_columns(codes, schema, tree.cliques[root], cells)
+    done = list(tree.cliques[root])  # columns with values so far, in the order they got them
     for i in tree.order[1:]:
         separator = tree.separator(i, tree.parent[i])
         new = tuple(c for c in tree.cliques[i] if c not in separator)
         if new:
             conditional = _grouped(calibration.beliefs[i], tree.cliques[i], separator, new, schema)
-            _fill_children(codes, schema, separator, new, conditional, method, rng)
+            parent = tree.cliques[tree.parent[i]]
+            _fill_children(codes, schema, separator, new, conditional, method, rng,
+                           (parent, [c for c in done if c not in parent]))
+            done += new
     return codes.astype(code_dtype(schema))
 
 
@@ -54,17 +63,19 @@ def _grouped(belief: np.ndarray, columns, separator, new, schema) -> np.ndarray:
     return np.ascontiguousarray(belief.transpose(axes)).reshape(sep_cells, -1)
 
 
-def _fill_children(codes, schema, separator, new, conditional, method, rng) -> None:
-    """Give every row its cells on ``new`` given its cells on ``separator``."""
+def _fill_children(codes, schema, separator, new, conditional, method, rng, strata=((), ())) -> None:
+    """Give every row its cells on ``new`` given its cells on ``separator``. Rounding, the rows
+    of a group are ordered by their cell on the parent clique, then by the other columns that
+    have values (``strata``), so the spread values stratify on them."""
     rows = codes.shape[0]
-    sizes = dict(zip(schema.names, schema.shape))
-    if separator:
-        sep_index = np.ravel_multi_index(tuple(codes[:, schema.index(c)] for c in separator),
-                                         [sizes[c] for c in separator])
-    else:
-        sep_index = np.zeros(rows, dtype=np.int64)
+    sep_index = _cell_index(codes, schema, separator)
     shuffled = rng.permutation(rows)
-    order = shuffled[np.argsort(sep_index[shuffled], kind="stable")]
+    parent, others = strata
+    if method == "round" and parent:
+        keys = [codes[shuffled, schema.index(c)] for c in reversed(others)]
+        order = shuffled[np.lexsort((*keys, _cell_index(codes, schema, parent)[shuffled], sep_index[shuffled]))]
+    else:
+        order = shuffled[np.argsort(sep_index[shuffled], kind="stable")]
     groups, starts, group_rows = np.unique(sep_index[order], return_index=True, return_counts=True)
     width = conditional.shape[1]
     block = max(1, BLOCK_CELLS // width)
@@ -77,10 +88,36 @@ def _fill_children(codes, schema, separator, new, conditional, method, rng) -> N
         p = np.divide(weights, totals, out=np.full_like(weights, 1.0 / width), where=totals > 0)
         counts = _counts(p, k, method, rng)
         start, stop = starts[first], starts[first] + int(k.sum())
-        assigned[start:stop] = np.repeat(np.tile(np.arange(width), g.size), counts.reshape(-1))
+        values = np.repeat(np.tile(np.arange(width), g.size), counts.reshape(-1))
+        if method == "round":
+            values = values[_spread(counts, rng)]
+        assigned[start:stop] = values
     values = np.empty(rows, dtype=np.int64)
     values[order] = assigned
     _set_columns(codes, schema, new, values)
+
+
+def _cell_index(codes: np.ndarray, schema, columns) -> np.ndarray:
+    """Each row's flat cell index over ``columns`` (0 for no columns)."""
+    if not columns:
+        return np.zeros(codes.shape[0], dtype=np.int64)
+    return np.ravel_multi_index(tuple(codes[:, schema.index(c)] for c in columns),
+                                [schema.shape[schema.index(c)] for c in columns])
+
+
+def _spread(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The order that spreads each group's values evenly: value v's j-th copy (of c_v) goes to
+    position (j + u_v) / c_v in its group, u_v uniform, so any run of the group holds each value
+    in proportion. ``counts`` is (groups, values); the copies are laid out group by group, value
+    by value, as ``np.repeat`` lays them."""
+    flat = counts.reshape(-1)
+    copies = int(flat.sum())
+    run_start = np.repeat(np.cumsum(flat) - flat, flat)
+    j = np.arange(copies) - run_start
+    offset = np.repeat(rng.random(flat.size), flat)
+    position = (j + offset) / np.repeat(np.maximum(flat, 1), flat)
+    group = np.repeat(np.arange(counts.shape[0]), counts.sum(axis=1))
+    return np.lexsort((position, group))
 
 
 def _counts(p: np.ndarray, k: np.ndarray, method: str, rng: np.random.Generator) -> np.ndarray:
