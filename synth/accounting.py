@@ -13,6 +13,7 @@ parts with ``split_epsilon`` never fails on a rounding error.
 from __future__ import annotations
 
 import json
+import functools
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -141,10 +142,16 @@ class _Sums:
         eps = charge.epsilon
         approx = charge.delta > 0
         return _Sums(
-            self.count + 1, self.basic + Fraction(eps), self.approx_delta + Fraction(charge.delta),
+            self.count + 1, self.basic + _exact(eps), self.approx_delta + _exact(charge.delta),
             self.approx_epsilon + (eps if approx else 0.0), self.squares + eps * eps,
             self.drift + eps * _expm1(eps), self.rho + (0.0 if approx else eps * eps / 2), self.has_zcdp,
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact(value: float) -> Fraction:
+    """``Fraction(value)``, cached: the same few epsilons are charged over and over."""
+    return Fraction(value)
 
 
 def _expm1(x: float) -> float:
@@ -223,9 +230,9 @@ class Accountant:
     def _fits(self, sums: _Sums) -> bool:
         """Whether a ledger with these running sums fits the budget (the theorems of ``compose``)."""
         budget = self._budget
-        if sums.approx_delta > Fraction(budget.delta):
+        if sums.approx_delta > _exact(budget.delta):
             return False
-        if not sums.has_zcdp and sums.basic <= Fraction(budget.epsilon):
+        if not sums.has_zcdp and sums.basic <= _exact(budget.epsilon):
             return True
         slack = budget.delta - float(sums.approx_delta)
         if slack <= 0:

@@ -103,6 +103,9 @@ class AboveThreshold:
         if accountant is not None:
             accountant.check(self.epsilon)
         self._threshold_noise = self._noise.draw(2)  # in lattice steps
+        # Integer threshold on the integer lattice: the exact test needs no fractions.
+        self._integers = self._noise.unit == 1 and self.threshold.is_integer()
+        self._integer_threshold = int(self.threshold) if self._integers else 0
         self._charged = False
         self.halted = False
         self.answered = 0
@@ -126,8 +129,12 @@ class AboveThreshold:
         # then never sit on the boundary, so an ulp of error in them cannot flip a comparison.
         # (For integer values and threshold this is the same test as without the half step.)
         query_noise = self._noise.draw(4)
-        gap = Fraction(value) - Fraction(self.threshold)
-        above = gap >= self._noise.unit * (Fraction(2 * (self._threshold_noise - query_noise) - 1, 2))
+        bound = self._threshold_noise - query_noise
+        if self._integers and value.is_integer():  # counts: gap >= bound - 1/2 is gap >= bound, in integers
+            above = int(value) - self._integer_threshold >= bound
+        else:
+            gap = Fraction(value) - Fraction(self.threshold)
+            above = gap >= self._noise.unit * Fraction(2 * bound - 1, 2)
         self.answered += 1
         self.halted = above
         return above
