@@ -107,7 +107,7 @@ def marginal_from_dense(x: np.ndarray, schema: Schema, columns: Sequence[str]) -
         return np.asarray(x.sum())
     flat = np.ascontiguousarray(x).reshape(-1)
     dims, kept, out_strides, in_schema_order = _marginal_walk(schema, positions)
-    out = np.zeros(int(np.prod(dims[kept])), dtype=flat.dtype)
+    out = np.zeros(math.prod(dims[kept].tolist()), dtype=flat.dtype)
     _kernels.marginalize(flat, dims, kept, out_strides, out)
     table = out.reshape([schema.shape[p] for p in in_schema_order])
     return np.ascontiguousarray(table.transpose([in_schema_order.index(p) for p in positions]))
@@ -267,17 +267,27 @@ def _marginals_plan(shape: tuple[int, ...], requests: tuple[tuple[int, ...], ...
 
 def _marginal_walk(schema: Schema, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """Merged axes, keep flags and output strides for walking U onto the columns at ``positions``;
-    and the kept positions in schema order (the walk's output layout)."""
-    keep = np.zeros(len(schema), dtype=np.bool_)
-    keep[positions] = True
-    dims, kept = _merge_axes(schema.shape, keep)
+    and the kept positions in schema order (the walk's output layout). Cached per shape and
+    positions: engines walk onto the same few subsets again and again."""
+    return _walk_plan(schema.shape, tuple(int(p) for p in positions))
+
+
+@functools.lru_cache(maxsize=4096)
+def _walk_plan(shape: tuple[int, ...], positions: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                            list[int]]:
+    keep = np.zeros(len(shape), dtype=np.bool_)
+    keep[list(positions)] = True
+    dims, kept = _merge_axes(shape, keep)
     out_strides = np.zeros(len(dims), dtype=np.int64)
     stride = 1
     for j in range(len(dims) - 1, -1, -1):
         if kept[j]:
             out_strides[j] = stride
             stride *= dims[j]
-    return np.array(dims, dtype=np.int64), np.array(kept), out_strides, sorted(positions.tolist())
+    arrays = (np.array(dims, dtype=np.int64), np.array(kept), out_strides)
+    for array in arrays:
+        array.flags.writeable = False  # shared by every caller of the cache
+    return (*arrays, sorted(positions))
 
 
 def multiply_by_marginal(x: np.ndarray, schema: Schema, columns: Sequence[str], factors: np.ndarray) -> float:

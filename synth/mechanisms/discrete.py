@@ -12,6 +12,7 @@ relatively; for epsilon = 1 and sensitivity 1 it is exact).
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -43,8 +44,12 @@ def laplace_ratio(epsilon: float, sensitivity: float = 1) -> tuple[int, int]:
 
     ``s / t`` is the largest multiple of 2^-40 not above ``epsilon / sensitivity``, reduced.
     """
-    epsilon = check_epsilon(epsilon)
-    sensitivity = check_sensitivity(sensitivity)
+    return _laplace_ratio(check_epsilon(epsilon), check_sensitivity(sensitivity))
+
+
+@functools.lru_cache(maxsize=1024)
+def _laplace_ratio(epsilon: float, sensitivity: float) -> tuple[int, int]:
+    """``laplace_ratio`` on checked floats, cached: a run asks for the same few ratios often."""
     ratio = Fraction(epsilon) / Fraction(sensitivity)
     s = math.floor(ratio * 2**_RATIO_BITS)
     if s < 1:
