@@ -137,6 +137,24 @@ def discrete_laplace(gen: Xoshiro, s: int, t: int) -> int:
         return -y if negative else y
 
 
+def discrete_gaussian(gen: Xoshiro, p: int, q: int, t: int, y_max: int) -> int | None:
+    """Twin of ``discrete_gaussian_one`` in Python integers (None where the kernel falls back)."""
+    den = 2 * p * q * t * t
+    while True:
+        y = discrete_laplace(gen, 1, t)
+        if abs(y) > y_max:
+            return None
+        num = (abs(y) * t * q - p) ** 2
+        whole, rest = divmod(num, den)
+        accept = True
+        for _ in range(whole):
+            if not bernoulli_exp_minus_one(gen):
+                accept = False
+                break
+        if accept and bernoulli_exp_fraction(gen, rest, den):
+            return y
+
+
 def gumbel_argmax(gen: Xoshiro, scores, scale: float) -> int:
     import math
 

@@ -16,6 +16,7 @@ from synth.mechanisms import (
     Sparse,
     StreamingExponential,
     discrete_gaussian,
+    discrete_gaussian_noise,
     discrete_laplace,
     discrete_laplace_noise,
     exponential,
@@ -80,6 +81,23 @@ def test_overflow_fallback_fills_in_python(monkeypatch):
     noise = discrete_laplace_noise(50, 1.0, rng=3)
     assert calls == [0, 1] and noise.shape == (50,)
     assert np.abs(noise).max() < 50
+
+
+def test_gaussian_fallback_and_python_path_draw_the_same_law(monkeypatch):
+    real = _kernels.fill_discrete_gaussian
+    calls = []
+
+    def stop_early(out, start, stop, *args):
+        calls.append(start)
+        if len(calls) == 1:  # pretend the first candidate passed y_max
+            return start
+        return real(out, start, stop, *args)
+
+    monkeypatch.setattr(_kernels, "fill_discrete_gaussian", stop_early)
+    noise = discrete_gaussian_noise(50, 2.5, rng=3)
+    assert calls == [0, 1] and noise.shape == (50,) and np.abs(noise).max() < 20
+    huge = discrete_gaussian_noise(400, 4e9, rng=4)  # past the kernel's integers: Python draws
+    assert 0.8 < huge.var() / 4e9 < 1.25 and abs(huge.mean()) < 4 * math.sqrt(4e9 / 400)
 
 
 def test_discrete_gaussian_shape_and_zcdp_charge():

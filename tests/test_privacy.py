@@ -835,9 +835,10 @@ def test_discrete_laplace_exact_wrong_p_fails_fit():
         _check_fit(samples, support, pmf, "wrong p")
 
 
-@pytest.mark.parametrize("sigma2", [0.3, 2.5, 40.0])
+@pytest.mark.parametrize("sigma2", [0.3, 2.5, 40.0, 1176.47])
 def test_discrete_gaussian_kernel_fits(sigma2):
-    """Discrete Gaussian with kernel candidates (non-power-of-two Laplace scale t)."""
+    """The discrete Gaussian kernel's draws follow the law (several blocks; 1176.47 is rounded
+    up to a multiple of 2^-16, far below what the test can see)."""
     samples = discrete_gaussian_noise(100_000, Fraction(sigma2), rng=_rng(75, int(sigma2 * 10)))
     support, pmf = _gauss_pmf(sigma2)
     _check_fit(samples, support, pmf, f"discrete_gaussian_noise sigma2={sigma2}")

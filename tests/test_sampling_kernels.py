@@ -2,6 +2,7 @@
 probabilities the exact samplers must hit."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -78,6 +79,46 @@ def test_discrete_laplace_kernel_matches_python(words, params):
     out = np.zeros(25, dtype=np.int64)
     assert _kernels.fill_discrete_laplace(out, 0, 25, np.uint64(s), np.uint64(t), state) == 25
     assert out.tolist() == [ref.discrete_laplace(twin, s, t) for _ in range(25)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(states, st.sampled_from([0.3, 1, 2.5, 7.25, 1176.47, 1e6, 4e8]))
+def test_discrete_gaussian_kernel_matches_python(words, sigma2):
+    from fractions import Fraction
+
+    from synth.mechanisms.discrete import gaussian_parameters
+
+    p, q, t, y_max = gaussian_parameters(Fraction(sigma2))
+    state, twin = as_state(words), ref.Xoshiro(words)
+    out = np.zeros(25, dtype=np.int64)
+    stop = _kernels.fill_discrete_gaussian(out, 0, 25, np.uint64(p), np.uint64(q), np.uint64(t), np.uint64(y_max),
+                                           state)
+    expected = []
+    while len(expected) < 25:
+        draw = ref.discrete_gaussian(twin, p, q, t, y_max)
+        if draw is None:  # the kernel hands this draw back to Python: it must stop here too
+            break
+        expected.append(draw)
+    assert out[:stop].tolist() == expected and stop == len(expected)
+    if sigma2 < 1e6:
+        assert stop == 25  # a fallback has probability below e^-40
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fractions(min_value=Fraction(1, 10**6), max_value=10**9))
+def test_gaussian_parameters_round_sigma2_up_and_fit_64_bits(sigma2):
+    from synth.mechanisms.discrete import gaussian_parameters
+
+    found = gaussian_parameters(sigma2)
+    if found is None:  # only past the kernel's range
+        assert sigma2 > 5 * 10**8
+        return
+    p, q, t, y_max = found
+    assert Fraction(p, q) >= sigma2 and Fraction(p, q) - sigma2 < Fraction(1, q)  # rounded up, by under 1/q
+    assert q & (q - 1) == 0 and q <= 2**32 and t == math.isqrt(p // q) + 1
+    assert 2 * p * q * t * t < 2**63 and (y_max * t * q + p) ** 2 < 2**64 and y_max >= 4 * t
+    if sigma2 < 10**6:
+        assert q >= 2**6 and y_max >= 40 * t  # fine rounding and a negligible fallback rate
 
 
 def test_parallel_blocks_equal_serial_blocks():

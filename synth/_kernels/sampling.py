@@ -2,7 +2,7 @@
 
 Integer-only where the output is released: uniform integers by rejection, Bernoulli(exp(-u/t))
 by the series method of Canonne, Kamath and Steinke (2020, Algorithm 1), and the discrete
-Laplace by their Algorithm 2. No floating point touches a discrete Laplace draw. Gumbel
+Laplace and discrete Gaussian by their Algorithms 2 and 3. No floating point touches either. Gumbel
 noise (for Gumbel-max selection) is floating point; only the argmax index is released.
 """
 
@@ -205,6 +205,68 @@ def fill_discrete_laplace_blocks(out, block, s, t, states, stops):  # pragma: no
         state = states[b].copy()  # a private copy: neighbouring rows share a cache line
         stops[b] = fill_discrete_laplace(out, start, stop, s, t, state)
         states[b, :] = state  # the caller continues from here after a fallback
+
+
+@njit(cache=True)
+def discrete_gaussian_one(state, p, q, t, v_max, bits, y_max):  # pragma: no cover - compiled
+    """One draw with P(z) proportional to exp(-z^2 / (2 sigma2)), sigma2 = p/q, and an ok flag
+    (CKS Algorithm 3).
+
+    Candidates are discrete Laplace of scale ``t`` (``v_max`` and ``bits`` as
+    ``laplace_constants(t)`` gives them), kept with probability
+    exp(-(|y| - sigma2/t)^2 / (2 sigma2)) = exp(-(|y| t q - p)^2 / (2 p q t^2)), decided in
+    integers: the whole part by Bernoulli(exp(-1)) draws, the rest by ``bernoulli_exp_fraction``.
+    The caller guarantees 2 p q t^2 < 2^63 and y_max t q + p < 2^32 (so the square fits 64
+    bits); the flag is False when a candidate passes ``y_max`` or the Laplace step overflows,
+    and the caller then draws that sample with Python integers.
+    """
+    den = np.uint64(2) * p * q * t * t
+    while True:
+        y, ok = discrete_laplace_one(state, _ONE, t, v_max, bits)
+        if not ok:
+            return np.int64(0), False
+        size = np.uint64(y if y >= 0 else -y)
+        if size > y_max:
+            return np.int64(0), False
+        x = size * t * q
+        diff = x - p if x >= p else p - x
+        num = diff * diff
+        whole = num // den
+        accept = True
+        while whole > _ZERO:
+            if not bernoulli_exp_minus_one(state):
+                accept = False
+                break
+            whole -= _ONE
+        if accept and bernoulli_exp_fraction(state, num % den, den):
+            return y, True
+
+
+@njit(cache=True)
+def fill_discrete_gaussian(out, start, stop, p, q, t, y_max, state):  # pragma: no cover - compiled
+    """Fill ``out[start:stop]`` with discrete Gaussian draws (``discrete_gaussian_one``); return
+    ``stop`` when done, or the index of a draw the caller must make itself."""
+    v_max, bits = laplace_constants(t)
+    for i in range(start, stop):
+        value, ok = discrete_gaussian_one(state, p, q, t, v_max, bits, y_max)
+        if not ok:
+            return i
+        out[i] = value
+    return stop
+
+
+@njit(cache=True, parallel=True)
+def fill_discrete_gaussian_blocks(out, block, p, q, t, y_max, states, stops):  # pragma: no cover - compiled
+    """``fill_discrete_gaussian`` over blocks of ``block`` draws in parallel, block b with its own
+    state ``states[b]`` (the output does not depend on the number of threads); ``stops[b]`` gets
+    where block b stopped."""
+    n_blocks = states.shape[0]
+    for b in prange(n_blocks):
+        start = b * block
+        stop = min(start + block, out.shape[0])
+        state = states[b].copy()
+        stops[b] = fill_discrete_gaussian(out, start, stop, p, q, t, y_max, state)
+        states[b, :] = state
 
 
 @njit(cache=True)
