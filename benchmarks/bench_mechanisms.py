@@ -551,7 +551,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(
         repeats=args.repeats,
         laplace_sizes=(10**5, 10**6) if args.quick else (10**6, 10**7),
-        gaussian_n=20_000,
+        gaussian_n=10**5 if args.quick else 10**6,
         stream_n=10**6 if args.quick else 10**7,
         chunk=10**6,
         oneshot_n=10**6,

@@ -41,7 +41,9 @@ MECHANISMS = ("mwem", "blr", "pmw")
                    "Multiplicative Weights).")
 @click.option("--epsilon", type=EPSILON, required=True, help="Privacy budget epsilon for the whole run.")
 @click.option("--delta", type=DELTA, default=0.0, show_default=True,
-              help="Privacy budget delta (pmw only; mwem and blr are pure epsilon-DP).")
+              help="Privacy budget delta. mwem and pmw with delta > 0 account in rho-zCDP with exact discrete "
+                   "Gaussian measurements (reported as epsilon, delta); delta = 0 keeps pure epsilon-DP with "
+                   "discrete Laplace. blr is pure epsilon-DP.")
 @click.option("--rows", type=click.IntRange(1, 2**63 - 1),
               help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
@@ -245,7 +247,7 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         "--representation": representation != "auto", "--max-model-cells": max_model_cells is not None,
     }
     shared = {"--representation", "--max-model-cells"}
-    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", *shared},
+    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", "--delta", *shared},
               "blr": {"--net-size", "--candidates", "--max-net", "--alpha"},
               "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test", *shared}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
@@ -313,14 +315,17 @@ def _count_share(count_epsilon, epsilon) -> float:
 def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
     from synth.mwem import DEFAULT_PASSES, mwem
 
-    result = mwem(codes, schema, queries, epsilon, rounds=options["rounds"], measure=options["measure"],
+    result = mwem(codes, schema, queries, epsilon, delta=options["delta"], rounds=options["rounds"],
+                  measure=options["measure"],
                   select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,
                   output="average" if options["average"] else "last", rows=options["rows"], count_share=share,
                   rng=options["seed"], representation=options["representation"],
                   max_model_cells=options["max_model_cells"], progress=update)
     p = result.parameters
     how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
-    lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}); final fit: {p['final_passes_run']} passes"]
+    lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}) with {p['noise']} noise "
+             f"({'rho-zCDP' if p['composition'] == 'zCDP' else 'pure epsilon-DP'}); final fit: "
+             f"{p['final_passes_run']} passes"]
     lines.append(describe_representation(p["representation"], p["model_cells"], schema.universe_size))
     lines += [f"mwem: {text}" for text in result.notes]
     return result.to_model(schema, seeded=options["seed"] is not None), result.accountant, lines

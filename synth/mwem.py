@@ -10,7 +10,8 @@ factored (``synth.distribution``; the factored one for universes past the dense 
    (``measure="query"``: its absolute error, sensitivity 1); items already measured, and on a
    factored A those that would grow it past its cap, are excluded;
 2. **measure** it with exact discrete Laplace noise (budget eps_measure; a marginal's table has
-   L1 sensitivity 1, so one eps_measure covers all its cells);
+   L1 sensitivity 1, so one eps_measure covers all its cells), or with ``delta`` > 0 exact
+   discrete Gaussian noise under rho-zCDP (its L2 sensitivity is 1; ``synth.mwem_budget``);
 3. **multiplicative weights** over every measurement so far: for a measured marginal S,
    A[u] *= exp((y_S[s(u)] - n A_S[s(u)]) / (2n)); repeated for ``passes`` passes, or until a
    pass changes nothing (every factor within 1e-9 of 1).
@@ -24,8 +25,8 @@ left workload marginals unmeasured, the fit runs to convergence instead. The fit
 the noisy measurements, so it is post-processing. T defaults to ``default_rounds``.
 
 The release is A_T (``output="last"``) or the average of A_1..A_T (``"average"``, no final
-fit). Budget: eps_round = (epsilon - eps_count) / T, split by ``select_share``; every charge
-goes through the accountant. n is public (``rows``) or a noisy count bought with
+fit). Budget: eps_round = (epsilon - eps_count) / T (under zCDP rho_round = (rho - eps_count^2
+/ 2) / T), split by ``select_share``; every charge goes through the accountant. n is public (``rows``) or a noisy count bought with
 ``count_share * epsilon``.
 """
 
@@ -35,17 +36,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .accounting import Accountant, split_epsilon, subtract_epsilon
+from .accounting import Accountant
 from .distribution import make_distribution
 from .errors import SynthError
-from .fit import FIT_TOLERANCE, expected_noise
-from .mechanisms import discrete_laplace, exponential
+from .fit import FIT_TOLERANCE, expected_noise  # noqa: F401 - expected_noise: re-exported
+from .mwem_budget import plan_rounds
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
 from .tables import DEFAULT_MAX_CELLS, marginal
-from .validation import check_budget_epsilon, check_positive_int, check_probability
+from .validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 from .workload import Workload
 
 __all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
@@ -86,6 +87,7 @@ def mwem(
     workload: Workload,
     epsilon: float,
     *,
+    delta: float = 0.0,
     rounds: int | None = None,
     measure: str = "marginal",
     select_share: float | None = None,
@@ -101,7 +103,9 @@ def mwem(
     max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     progress=None,
 ) -> MWEMResult:
-    """Run MWEM on the encoded rows ``codes`` for ``workload``; epsilon-DP in total.
+    """Run MWEM on the encoded rows ``codes`` for ``workload``: epsilon-DP in total, or with
+    ``delta`` > 0 (epsilon, delta)-DP through rho-zCDP with discrete Gaussian measurements
+    (``synth.mwem_budget``).
 
     ``select_share=None`` spends ``DEFAULT_SELECT_SHARE`` of each round on selection, or
     nothing when the rounds measure every candidate anyway (selection could only change
@@ -112,6 +116,7 @@ def mwem(
     D only selects candidates whose subset keeps its junction tree within ``max_model_cells``.
     """
     epsilon = check_budget_epsilon(epsilon)
+    delta = check_delta(delta)
     rounds = None if rounds is None else check_positive_int(rounds, "rounds")
     passes = check_positive_int(passes, "passes")
     if isinstance(final_passes, bool) or not isinstance(final_passes, int) or final_passes < 0:
@@ -127,7 +132,7 @@ def mwem(
     dist = make_distribution(schema, "dense" if output == "average" else representation, prior=prior,
                              max_cells=max_cells, max_model_cells=max_model_cells)
     generator = make_rng(rng)
-    accountant = Accountant(epsilon)
+    accountant = Accountant(epsilon, delta)
     count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
     n, count_epsilon = float(count.rows), count.epsilon
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
@@ -148,14 +153,7 @@ def mwem(
             rounds_run = len(candidates)
     if select_share is None:
         select_share = DEFAULT_SELECT_SHARE if select else 0.0
-    per_round = split_epsilon(subtract_epsilon(epsilon, count_epsilon), rounds_run)
-    eps_select = per_round * select_share
-    eps_measure = subtract_epsilon(per_round, eps_select)
-    if (select and not eps_select > 0) or not eps_measure >= 2.0**-40:  # 2^-40: what discrete Laplace resolves
-        raise SynthError(f"each round's epsilon ({per_round:.3g}) split by select_share={select_share!r} leaves "
-                         f"{eps_select:.3g} to select and {eps_measure:.3g} to measure: selecting needs more than 0 and "
-                         "measuring at least 2^-40; choose a share further from 0 and 1 (--select-share), fewer rounds "
-                         "(--rounds) or more epsilon")
+    budget = plan_rounds(epsilon, delta, count_epsilon, rounds_run, select_share, select)
 
     if select and measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
         present = set(candidates)
@@ -164,8 +162,7 @@ def mwem(
     true_tables = {s: marginal(codes, schema, s) for s in (candidates if measure == "marginal" else workload.subsets)}
     # AIM's selection rule: a candidate's score is its error less the noise measuring it would
     # add (data-independent, so the score's sensitivity stays 1).
-    r = np.exp(-eps_measure)
-    noise_per_cell = 2 * r / (1 - r * r)
+    noise_per_cell = budget.mean_abs_noise
     true_answers = workload.answer(true_tables) if measure == "query" else None
     measured: list[tuple] = []  # (kind, key, noisy values)
     log: list[dict] = []
@@ -194,21 +191,20 @@ def mwem(
             closed = np.ones(len(candidates), dtype=bool)
             closed[open_] = False
             scores[closed] = -np.inf
-            pick = exponential(scores, eps_select, 1.0, generator, accountant=accountant,
-                               note=f"MWEM round {t + 1} select")
+            pick = budget.select(scores, generator, accountant, note=f"MWEM round {t + 1} select")
         else:
             pick = open_[0]  # every candidate is measured: in workload order, no selection
         key = candidates[pick]
         chosen.add(key)
         dist.add_subset(subset_of(key))  # a factored D makes room now: later candidates must fit beside it
         if measure == "marginal":
-            noisy = discrete_laplace(true_tables[key], eps_measure, 1, generator, accountant=accountant,
-                                     note=f"MWEM round {t + 1} measure {','.join(key)}")
+            noisy = budget.measure(true_tables[key], generator, accountant,
+                                   note=f"MWEM round {t + 1} measure {','.join(key)}")
             measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
             log.append({"round": t + 1, "marginal": list(key), "noisy": noisy})
         else:
-            noisy = discrete_laplace(int(true_answers[key]), eps_measure, 1, generator, accountant=accountant,
-                                     note=f"MWEM round {t + 1} measure query {key}")
+            noisy = budget.measure(int(true_answers[key]), generator, accountant,
+                                   note=f"MWEM round {t + 1} measure query {key}")
             measured.append(("query", key, float(noisy)))
             log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key), "noisy": int(noisy)})
         if select or average is not None:  # the estimate is needed now: by the next selection or the average
@@ -223,7 +219,8 @@ def mwem(
     # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
     # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
     fit_passes = 0
-    target = FIT_TOLERANCE * expected_noise(measured, eps_measure) if not select else 0.0
+    noise_total = sum(np.size(noisy) for _, _, noisy in measured) * budget.mean_abs_noise
+    target = FIT_TOLERANCE * noise_total if not select else 0.0
     if final_fit:
         def on_pass(done: int) -> None:
             if progress is not None:
@@ -240,7 +237,7 @@ def mwem(
                   "measure": measure, "select_share": select_share, "passes": passes,
                   "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,
                   "fit_target_residual": target, "output": output,
-                  "epsilon_select": eps_select, "epsilon_measure": eps_measure, "epsilon_count": count_epsilon}
+                  **budget.as_dict(), "epsilon_count": count_epsilon}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
 
 

@@ -64,8 +64,8 @@ class Synthesizer:
             raise ValueError(f"mechanism ({mechanism!r}) must be one of: {', '.join(MECHANISMS)}")
         epsilon = check_budget_epsilon(epsilon)
         delta = check_delta(delta)
-        if delta and mechanism != "pmw":
-            raise ValueError(f"delta applies to pmw only; {mechanism} is pure epsilon-DP")
+        if delta and mechanism == "blr":
+            raise ValueError("delta applies to mwem and pmw; blr is pure epsilon-DP")
         if rows is not None:
             rows = check_positive_int(rows, "rows")
         allowed = engine_options(mechanism)
@@ -116,8 +116,8 @@ class Synthesizer:
         if self.mechanism == "mwem":
             from .mwem import mwem
 
-            result = mwem(encoded.codes, selected, queries, self.epsilon, rows=self.rows, rng=self._rng,
-                          **self.options)
+            result = mwem(encoded.codes, selected, queries, self.epsilon, delta=self.delta, rows=self.rows,
+                          rng=self._rng, **self.options)
             self.model = result.to_model(selected, seeded=seeded)
         elif self.mechanism == "blr":
             from .blr import blr

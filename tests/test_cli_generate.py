@@ -152,7 +152,7 @@ def test_blr_exact_refuses_politely_when_too_large(tiny):
 @pytest.mark.parametrize("extra, message", [
     (["--net-size", "3"], "--net-size do(es) not apply to --mechanism mwem"),
     (["--mechanism", "blr", "--rounds", "3"], "--rounds do(es) not apply to --mechanism blr"),
-    (["--mechanism", "mwem", "--delta", "1e-6"], "--delta do(es) not apply to --mechanism mwem"),
+    (["--mechanism", "blr", "--delta", "1e-6"], "--delta do(es) not apply to --mechanism blr"),
     (["--mechanism", "blr", "--candidates", "3"], "--candidates applies to --net sampled"),
     (["--mechanism", "blr", "--passes", "3"], "--passes do(es) not apply to --mechanism blr"),
     (["--alpha", "0.1"], "--alpha do(es) not apply to --mechanism mwem"),

@@ -1,8 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 
 from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_SELECT_SHARE, FIT_TOLERANCE, expected_noise, mwem
+from synth.schema import Coded, Schema
 from synth.tables import marginal, marginal_from_dense
+from synth.workload import Workload
 
 from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
 
@@ -137,3 +141,40 @@ def test_progress_reaches_the_end(output, rounds_seen):
          progress=lambda done, fraction: seen.append((done, fraction)))
     assert len({done for done, _ in seen}) == rounds_seen and seen[-1][1] == pytest.approx(1.0)
     assert [f for _, f in seen] == sorted(f for _, f in seen) and all(0 < f <= 1 for _, f in seen)
+
+
+# -- zCDP (delta > 0): discrete Gaussian measurements, the selection charged eps^2 / 8 ------------
+
+
+def test_zcdp_plan_spends_the_budget_and_converts_back():
+    from synth.composition import zcdp_rho_limit
+    from synth.mwem_budget import plan_rounds
+
+    for epsilon, delta, count, rounds, share in [(1.0, 1e-9, 0.05, 35, 0.1), (0.3, 1e-6, 0.0, 10, 0.2),
+                                                 (3.0, 1e-9, 0.15, 50, 0.0)]:
+        budget = plan_rounds(epsilon, delta, count, rounds, share, select=share > 0)
+        assert budget.composition == "zCDP" and budget.noise == "discrete Gaussian"
+        assert budget.epsilon_select == pytest.approx(math.sqrt(8 * budget.rho_select))
+        rho = rounds * (budget.rho_select + budget.rho_measure) + count**2 / 2
+        assert rho <= zcdp_rho_limit(epsilon, delta) and rho >= (1 - 1e-4) * zcdp_rho_limit(epsilon, delta)
+        assert budget.rho_select == pytest.approx(share * (budget.rho_select + budget.rho_measure))
+
+
+def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
+    schema = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 2)))
+    rng = np.random.default_rng(8)
+    codes = np.column_stack([rng.integers(0, k, 4000) for k in (3, 4, 2)])
+    codes[:, 1] = np.where(rng.random(4000) < 0.7, codes[:, 0], codes[:, 1])
+    workload = Workload.marginals(schema, 2)
+    result = mwem(codes, schema, workload, 1.0, delta=1e-6, rng=2, rounds=2)  # selects 2 of 3 pairs + 1-ways
+    p = result.parameters
+    assert p["composition"] == "zCDP" and p["noise"] == "discrete Gaussian" and p["rho_measure"] > 0
+    ledger = result.accountant.ledger()
+    kinds = [charge.mechanism for charge in ledger]
+    assert kinds[0] == "discrete_laplace" and ledger[0].note == "noisy row count"  # the count stays pure
+    assert kinds[1:] == ["exponential (bounded range, eps^2/8-zCDP)", "discrete_gaussian"] * 2
+    assert all(c.rho == pytest.approx(p["rho_select"]) for c in ledger[1::2])
+    spent = result.accountant.spent()
+    assert spent.method == "zcdp" and spent.epsilon <= 1.0 and spent.delta <= 1e-6 and spent.epsilon > 0.99
+    pure = mwem(codes, schema, workload, 1.0, rng=2, rounds=2)
+    assert pure.parameters["composition"] == "basic" and pure.parameters["noise"] == "discrete Laplace"

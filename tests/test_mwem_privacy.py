@@ -72,6 +72,7 @@ import numpy as np
 import pytest
 
 import synth.mwem
+import synth.mwem_budget
 from synth.mechanisms import discrete_laplace, exponential, laplace_ratio
 from synth.mwem import mwem
 from synth.schema import Coded, Schema
@@ -245,19 +246,15 @@ def _half_noise_on_count(counts, epsilon, sensitivity=1, rng=None, *, accountant
 
 
 def _count_modules() -> list:
-    """The modules whose ``discrete_laplace`` may buy MWEM's noisy row count: synth.mwem, and
-    synth.row_count where MWEM buys it through that module."""
-    try:
-        row_count = importlib.import_module("synth.row_count")
-    except ImportError:  # the count is bought in synth.mwem itself
-        return [synth.mwem]
-    return [synth.mwem, row_count]
+    """The modules whose ``discrete_laplace`` MWEM calls: synth.mwem_budget (its measurements)
+    and synth.row_count (its noisy row count)."""
+    return [synth.mwem_budget, importlib.import_module("synth.row_count")]
 
 
 VARIANTS = {  # name: [(module, attribute, replacement)], built when used
     "real": lambda: [],
-    "half_measurement_noise": lambda: [(synth.mwem, "discrete_laplace", discrete_laplace_half_noise)],
-    "half_selection_sensitivity": lambda: [(synth.mwem, "exponential", exponential_half_sensitivity)],
+    "half_measurement_noise": lambda: [(synth.mwem_budget, "discrete_laplace", discrete_laplace_half_noise)],
+    "half_selection_sensitivity": lambda: [(synth.mwem_budget, "exponential", exponential_half_sensitivity)],
     "half_count_noise": lambda: [(m, "discrete_laplace", _half_noise_on_count) for m in _count_modules()],
 }
 
@@ -552,7 +549,7 @@ def test_mechanism_calls_and_budget():
         calls.append(("count" if note == "noisy row count" else "measure", epsilon, sensitivity))
         return discrete_laplace(counts, epsilon, sensitivity, rng, accountant=accountant, note=note)
 
-    patches = [(synth.mwem, "exponential", spy_exponential)]
+    patches = [(synth.mwem_budget, "exponential", spy_exponential)]
     patches += [(module, "discrete_laplace", spy_laplace) for module in _count_modules()]
     with _patched(patches):
         for name, case in CASES.items():

@@ -66,8 +66,8 @@ def test_answer_save_and_load(frame, tmp_path):
 def test_workload_and_state_errors(frame):
     with pytest.raises(ValueError, match="mechanism"):
         synth.Synthesizer.create("aim", epsilon=1.0)
-    with pytest.raises(ValueError, match="delta applies to pmw only"):
-        synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match="delta applies to mwem and pmw"):
+        synth.Synthesizer.create("blr", epsilon=1.0, delta=1e-6)
     with pytest.raises(SynthError, match="call fit"):
         synth.Synthesizer.create("mwem", epsilon=1.0).sample(10)
     other = Schema((Coded("x", 2),))

@@ -1,0 +1,123 @@
+"""MWEM's per-round budget, pure epsilon-DP or rho-zCDP, and the noise each round adds.
+
+Pure (delta = 0): each of T rounds gets epsilon / T (after the row count), split into the
+exponential mechanism's selection and a discrete Laplace measurement, composed by basic
+composition.
+
+zCDP (delta > 0): the budget is rho = the largest rho-zCDP that converts to (epsilon, delta)
+(``zcdp_rho_limit``), less the pure row count's epsilon_count^2 / 2; each round gets rho / T,
+split into a selection and a discrete Gaussian measurement (a marginal's L2 sensitivity is 1,
+so sigma^2 = 1 / (2 rho_measure)). The exponential mechanism with epsilon_select is
+epsilon_select^2 / 8-zCDP (it is epsilon-bounded-range; Cesar and Rogers 2021), so a selection
+share of rho buys epsilon_select = sqrt(8 rho_select), four times the rho a generic
+epsilon-DP charge would cost; it is charged to the accountant as that rho. The plan is checked
+against a fresh accountant before any data is touched, and shrunk by a hair until it fits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .accounting import Accountant, split_epsilon, subtract_epsilon
+from .composition import zcdp_rho_limit
+from .errors import SynthError
+from .mechanisms import discrete_gaussian, discrete_laplace, exponential
+
+__all__ = ["RoundBudget", "plan_rounds"]
+
+
+@dataclass(frozen=True)
+class RoundBudget:
+    """What one MWEM round spends: on selection (epsilon_select, charged as rho_select under
+    zCDP) and on its measurement (epsilon_measure, or rho_measure under zCDP)."""
+
+    composition: str  # "basic" (pure epsilon) or "zCDP"
+    epsilon_select: float
+    epsilon_measure: float = 0.0
+    rho_select: float = 0.0
+    rho_measure: float = 0.0
+
+    @property
+    def noise(self) -> str:
+        return "discrete Gaussian" if self.rho_measure else "discrete Laplace"
+
+    @property
+    def mean_abs_noise(self) -> float:
+        """E|noise| of one measured cell: sigma sqrt(2/pi) (Gaussian, the continuous value), or
+        2r / (1 - r^2) with r = exp(-epsilon) (discrete Laplace)."""
+        if self.rho_measure:
+            return math.sqrt(1 / (2 * self.rho_measure)) * math.sqrt(2 / math.pi)
+        r = math.exp(-self.epsilon_measure)
+        return 2 * r / (1 - r * r)
+
+    def select(self, scores: np.ndarray, rng: np.random.Generator, accountant: Accountant, note: str) -> int:
+        """The exponential mechanism on ``scores`` (sensitivity 1), charged as planned."""
+        if not self.rho_select:
+            return exponential(scores, self.epsilon_select, 1.0, rng, accountant=accountant, note=note)
+        accountant.check(rho=self.rho_select)
+        pick = exponential(scores, self.epsilon_select, 1.0, rng)
+        accountant.spend(rho=self.rho_select, mechanism="exponential (bounded range, eps^2/8-zCDP)", note=note)
+        return pick
+
+    def measure(self, values, rng: np.random.Generator, accountant: Accountant, note: str):
+        """Integer counts plus the round's noise (sensitivity 1), charged."""
+        if self.rho_measure:
+            return discrete_gaussian(values, self.rho_measure, 1, rng, accountant=accountant, note=note)
+        return discrete_laplace(values, self.epsilon_measure, 1, rng, accountant=accountant, note=note)
+
+    def as_dict(self) -> dict:
+        return {"composition": self.composition, "epsilon_select": self.epsilon_select,
+                "epsilon_measure": self.epsilon_measure, "rho_select": self.rho_select,
+                "rho_measure": self.rho_measure, "noise": self.noise}
+
+
+def plan_rounds(epsilon: float, delta: float, epsilon_count: float, rounds: int, select_share: float,
+                select: bool) -> RoundBudget:
+    """The budget of each of ``rounds`` rounds after a pure row count of ``epsilon_count``;
+    ``SynthError`` when a share would be too small to use."""
+    if delta > 0:
+        budget = _plan_zcdp(epsilon, delta, epsilon_count, rounds, select_share if select else 0.0)
+        unit, per_round, selecting = "rho", budget.rho_select + budget.rho_measure, budget.rho_select
+    else:
+        per_round = split_epsilon(subtract_epsilon(epsilon, epsilon_count), rounds)
+        eps_select = per_round * select_share if select else 0.0
+        budget = RoundBudget("basic", eps_select, subtract_epsilon(per_round, eps_select))
+        unit, selecting = "epsilon", eps_select
+    measuring = budget.rho_measure or budget.epsilon_measure
+    if (select and not budget.epsilon_select > 0) or not measuring >= 2.0**-40:  # what the samplers resolve
+        raise SynthError(f"each round's {unit} ({per_round:.3g}) split by select_share={select_share!r} leaves "
+                         f"{selecting:.3g} to select and {measuring:.3g} to measure: selecting needs more than 0 "
+                         "and measuring at least 2^-40; choose a share further from 0 and 1 (--select-share), fewer "
+                         "rounds (--rounds) or more epsilon")
+    return budget
+
+
+def _plan_zcdp(epsilon: float, delta: float, epsilon_count: float, rounds: int, share: float) -> RoundBudget:
+    rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2
+    if not rho > 0:
+        raise SynthError(f"the row count's epsilon ({epsilon_count:.3g}) leaves no zCDP budget within "
+                         f"epsilon={epsilon:g}, delta={delta:g}: give n (--rows) or a smaller --count-epsilon")
+    per_round = rho / rounds
+    for _ in range(1000):  # shrink by a hair until the whole plan fits a fresh accountant
+        budget = RoundBudget("zCDP", math.sqrt(8 * per_round * share), 0.0, per_round * share, per_round * (1 - share))
+        if _fits(epsilon, delta, epsilon_count, rounds, budget):
+            return budget
+        per_round *= 1 - 1e-6
+    raise SynthError("could not fit MWEM's zCDP plan into the budget")  # pragma: no cover - not reached
+
+
+def _fits(epsilon: float, delta: float, epsilon_count: float, rounds: int, budget: RoundBudget) -> bool:
+    accountant = Accountant(epsilon, delta)
+    try:
+        if epsilon_count:
+            accountant.spend(epsilon_count)
+        for _ in range(rounds):
+            if budget.rho_select:
+                accountant.spend(rho=budget.rho_select)
+            accountant.spend(rho=budget.rho_measure)
+    except SynthError:
+        return False
+    return True
