@@ -25,9 +25,10 @@ left workload marginals unmeasured, the fit runs to convergence instead. The fit
 the noisy measurements, so it is post-processing. T defaults to ``default_rounds``.
 
 The release is A_T (``output="last"``) or the average of A_1..A_T (``"average"``, no final
-fit). Budget: eps_round = (epsilon - eps_count) / T (under zCDP rho_round = (rho - eps_count^2
-/ 2) / T), split by ``select_share``; every charge goes through the accountant. n is public (``rows``) or a noisy count bought with
-``count_share * epsilon``.
+fit). Budget: eps_round = (epsilon - eps_count) / T (under zCDP rho_round = (rho - rho_count) /
+T, the count a discrete Gaussian with ``count_share`` of rho), split by ``select_share``; every
+charge goes through the accountant. n is public (``rows``) or a noisy count bought with
+``count_share * epsilon`` (under zCDP, ``count_share`` of rho).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .accounting import Accountant
 from .distribution import make_distribution
 from .errors import SynthError
 from .fit import FIT_TOLERANCE, expected_noise  # noqa: F401 - expected_noise: re-exported
-from .mwem_budget import plan_rounds
+from .mwem_budget import count_rho, plan_rounds
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
@@ -133,7 +134,8 @@ def mwem(
                              max_cells=max_cells, max_model_cells=max_model_cells)
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share,
+                      rho=count_rho(epsilon, delta, count_share) if delta > 0 else None)
     n, count_epsilon = float(count.rows), count.epsilon
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     subset_of = (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
@@ -153,7 +155,7 @@ def mwem(
             rounds_run = len(candidates)
     if select_share is None:
         select_share = DEFAULT_SELECT_SHARE if select else 0.0
-    budget = plan_rounds(epsilon, delta, count_epsilon, rounds_run, select_share, select)
+    budget = plan_rounds(epsilon, delta, count_epsilon, rounds_run, select_share, select, count.rho)
 
     if select and measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
         present = set(candidates)
@@ -237,7 +239,7 @@ def mwem(
                   "measure": measure, "select_share": select_share, "passes": passes,
                   "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,
                   "fit_target_residual": target, "output": output,
-                  **budget.as_dict(), "epsilon_count": count_epsilon}
+                  **budget.as_dict(), "epsilon_count": count_epsilon, "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
 
 

@@ -5,7 +5,8 @@ exponential mechanism's selection and a discrete Laplace measurement, composed b
 composition.
 
 zCDP (delta > 0): the budget is rho = the largest rho-zCDP that converts to (epsilon, delta)
-(``zcdp_rho_limit``), less the pure row count's epsilon_count^2 / 2; each round gets rho / T,
+(``zcdp_rho_limit``), less the row count's (a discrete Gaussian count's rho_count, or a pure
+count's epsilon_count^2 / 2); each round gets rho / T,
 split into a selection and a discrete Gaussian measurement (a marginal's L2 sensitivity is 1,
 so sigma^2 = 1 / (2 rho_measure)). The exponential mechanism with epsilon_select is
 epsilon_select^2 / 8-zCDP (it is epsilon-bounded-range; Cesar and Rogers 2021), so a selection
@@ -26,7 +27,7 @@ from .composition import zcdp_rho_limit
 from .errors import SynthError
 from .mechanisms import discrete_gaussian, discrete_laplace, exponential
 
-__all__ = ["RoundBudget", "plan_rounds"]
+__all__ = ["RoundBudget", "count_rho", "plan_rounds"]
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,17 @@ class RoundBudget:
                 "rho_measure": self.rho_measure, "noise": self.noise}
 
 
+def count_rho(epsilon: float, delta: float, count_share: float) -> float:
+    """Under zCDP, the rho of a noisy row count: ``count_share`` of the whole rho budget."""
+    return count_share * zcdp_rho_limit(epsilon, delta)
+
+
 def plan_rounds(epsilon: float, delta: float, epsilon_count: float, rounds: int, select_share: float,
-                select: bool) -> RoundBudget:
-    """The budget of each of ``rounds`` rounds after a pure row count of ``epsilon_count``;
-    ``SynthError`` when a share would be too small to use."""
+                select: bool, rho_count: float = 0.0) -> RoundBudget:
+    """The budget of each of ``rounds`` rounds after the row count (``epsilon_count``, pure,
+    or ``rho_count`` under zCDP); ``SynthError`` when a share would be too small to use."""
     if delta > 0:
-        budget = _plan_zcdp(epsilon, delta, epsilon_count, rounds, select_share if select else 0.0)
+        budget = _plan_zcdp(epsilon, delta, epsilon_count, rounds, select_share if select else 0.0, rho_count)
         unit, per_round, selecting = "rho", budget.rho_select + budget.rho_measure, budget.rho_select
     else:
         per_round = split_epsilon(subtract_epsilon(epsilon, epsilon_count), rounds)
@@ -95,25 +101,29 @@ def plan_rounds(epsilon: float, delta: float, epsilon_count: float, rounds: int,
     return budget
 
 
-def _plan_zcdp(epsilon: float, delta: float, epsilon_count: float, rounds: int, share: float) -> RoundBudget:
-    rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2
+def _plan_zcdp(epsilon: float, delta: float, epsilon_count: float, rounds: int, share: float,
+               rho_count: float) -> RoundBudget:
+    rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2 - rho_count
     if not rho > 0:
-        raise SynthError(f"the row count's epsilon ({epsilon_count:.3g}) leaves no zCDP budget within "
-                         f"epsilon={epsilon:g}, delta={delta:g}: give n (--rows) or a smaller --count-epsilon")
+        raise SynthError(f"the row count leaves no zCDP budget within epsilon={epsilon:g}, delta={delta:g}: "
+                         "give n (--rows) or a smaller --count-epsilon")
     per_round = rho / rounds
     for _ in range(1000):  # shrink by a hair until the whole plan fits a fresh accountant
         budget = RoundBudget("zCDP", math.sqrt(8 * per_round * share), 0.0, per_round * share, per_round * (1 - share))
-        if _fits(epsilon, delta, epsilon_count, rounds, budget):
+        if _fits(epsilon, delta, epsilon_count, rho_count, rounds, budget):
             return budget
         per_round *= 1 - 1e-6
     raise SynthError("could not fit MWEM's zCDP plan into the budget")  # pragma: no cover - not reached
 
 
-def _fits(epsilon: float, delta: float, epsilon_count: float, rounds: int, budget: RoundBudget) -> bool:
+def _fits(epsilon: float, delta: float, epsilon_count: float, rho_count: float, rounds: int,
+          budget: RoundBudget) -> bool:
     accountant = Accountant(epsilon, delta)
     try:
         if epsilon_count:
             accountant.spend(epsilon_count)
+        if rho_count:
+            accountant.spend(rho=rho_count)
         for _ in range(rounds):
             if budget.rho_select:
                 accountant.spend(rho=budget.rho_select)

@@ -150,12 +150,13 @@ def test_zcdp_plan_spends_the_budget_and_converts_back():
     from synth.composition import zcdp_rho_limit
     from synth.mwem_budget import plan_rounds
 
-    for epsilon, delta, count, rounds, share in [(1.0, 1e-9, 0.05, 35, 0.1), (0.3, 1e-6, 0.0, 10, 0.2),
-                                                 (3.0, 1e-9, 0.15, 50, 0.0)]:
-        budget = plan_rounds(epsilon, delta, count, rounds, share, select=share > 0)
+    for epsilon, delta, count, rho_count, rounds, share in [(1.0, 1e-9, 0.05, 0.0, 35, 0.1),
+                                                            (0.3, 1e-6, 0.0, 0.0, 10, 0.2),
+                                                            (3.0, 1e-9, 0.0, 0.01, 50, 0.0)]:
+        budget = plan_rounds(epsilon, delta, count, rounds, share, select=share > 0, rho_count=rho_count)
         assert budget.composition == "zCDP" and budget.noise == "discrete Gaussian"
         assert budget.epsilon_select == pytest.approx(math.sqrt(8 * budget.rho_select))
-        rho = rounds * (budget.rho_select + budget.rho_measure) + count**2 / 2
+        rho = rounds * (budget.rho_select + budget.rho_measure) + count**2 / 2 + rho_count
         assert rho <= zcdp_rho_limit(epsilon, delta) and rho >= (1 - 1e-4) * zcdp_rho_limit(epsilon, delta)
         assert budget.rho_select == pytest.approx(share * (budget.rho_select + budget.rho_measure))
 
@@ -171,7 +172,10 @@ def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
     assert p["composition"] == "zCDP" and p["noise"] == "discrete Gaussian" and p["rho_measure"] > 0
     ledger = result.accountant.ledger()
     kinds = [charge.mechanism for charge in ledger]
-    assert kinds[0] == "discrete_laplace" and ledger[0].note == "noisy row count"  # the count stays pure
+    assert kinds[0] == "discrete_gaussian" and ledger[0].note == "noisy row count"  # a Gaussian count
+    from synth.composition import zcdp_rho_limit
+
+    assert ledger[0].rho == pytest.approx(0.05 * zcdp_rho_limit(1.0, 1e-6)) == p["rho_count"]
     assert kinds[1:] == ["exponential (bounded range, eps^2/8-zCDP)", "discrete_gaussian"] * 2
     assert all(c.rho == pytest.approx(p["rho_select"]) for c in ledger[1::2])
     spent = result.accountant.spent()
