@@ -290,6 +290,16 @@ representation_option = click.option(
          "factored model over the measured column subsets (a junction tree; any number of columns). auto: "
          "dense while the universe fits.",
 )
+def storage_options(representation: str, max_model_cells: int | None) -> dict:
+    """The engines' ``representation`` and ``max_model_cells`` (its default filled in), after
+    refusing a cap on a dense distribution."""
+    if max_model_cells is not None and representation == "dense":
+        raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
+    from synth.factored import DEFAULT_MAX_MODEL_CELLS
+
+    return {"representation": representation, "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
+
+
 max_model_cells_option = click.option(
     "--max-model-cells", type=click.IntRange(1000), default=None,
     help="mwem, pmw with a factored model: the most cells its junction tree's cliques may hold together "

@@ -28,6 +28,7 @@ from ._common import (
     quiet_option,
     representation_option,
     seed_option,
+    storage_options,
     test_option,
     variant_option,
     warn,
@@ -142,11 +143,7 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
             raise click.UsageError("--mechanism pmw needs --epsilon")
         if test_kind != "auto" and variant == "theory":
             raise click.UsageError("--test applies to --variant practical")
-        if max_model_cells is not None and representation == "dense":
-            raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
-        from synth.factored import DEFAULT_MAX_MODEL_CELLS
-
-        storage = {"representation": representation, "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
+        storage = storage_options(representation, max_model_cells)
         if stream:
             _answer_stream(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                            alpha, stream_queries, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant,

@@ -21,6 +21,7 @@ from ._common import (
     representation_option,
     schema_option,
     seed_option,
+    storage_options,
     test_option,
     variant_option,
     warn,
@@ -136,6 +137,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind, representation, max_model_cells)
+    storage = storage_options(representation, max_model_cells)
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
@@ -156,7 +158,6 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
     from synth.data import read
-    from synth.factored import DEFAULT_MAX_MODEL_CELLS
 
     with progress(f"reading {data}", quiet) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
@@ -164,8 +165,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
-               "seed": seed, "variant": variant, "test": test_kind, "representation": representation,
-               "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
+               "seed": seed, "variant": variant, "test": test_kind, **storage}
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
         model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
@@ -259,8 +259,6 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--max-net applies to --net exact")
     if test_kind != "auto" and variant == "theory":
         raise click.UsageError("--test applies to --variant practical")
-    if max_model_cells is not None and representation == "dense":
-        raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
     if average and representation == "factored":
         raise click.UsageError("--average needs --representation dense (it averages the rounds' dense arrays)")
 

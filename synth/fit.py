@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .mechanisms import mean_abs_noise
 from .schema import Schema
 from .tables import SelectedCells, marginal_from_dense, multiply_by_marginal
 from .workload import Query
@@ -72,12 +73,10 @@ def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence
     return total, done, residual
 
 
-def expected_noise(measured, epsilon: float) -> float:
-    """E[sum of |noise|] over every measured value: discrete Laplace of scale 1/epsilon has
-    E|X| = 2r / (1 - r^2) with r = exp(-epsilon)."""
-    r = math.exp(-epsilon)
-    values = sum(np.size(noisy) for _, _, noisy in measured)
-    return values * 2 * r / (1 - r * r)
+def expected_noise(measured, epsilon: float = 0.0, rho: float = 0.0) -> float:
+    """E[sum of |noise|] over every measured value, each with discrete Laplace noise of scale
+    1/epsilon, or discrete Gaussian of variance 1/(2 rho) (``synth.mechanisms.mean_abs_noise``)."""
+    return sum(np.size(noisy) for _, _, noisy in measured) * mean_abs_noise(epsilon, rho)
 
 
 def workload_value(weights: np.ndarray, schema: Schema, query) -> float:

@@ -40,7 +40,7 @@ import numpy as np
 from .accounting import Accountant
 from .distribution import make_distribution
 from .errors import SynthError
-from .fit import FIT_TOLERANCE, expected_noise  # noqa: F401 - expected_noise: re-exported
+from .fit import FIT_TOLERANCE, expected_noise
 from .mwem_budget import count_rho, plan_rounds
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
@@ -145,8 +145,7 @@ def mwem(
     if not select:  # every candidate is measured: plan the budget for those that fit (structure only, no data)
         fitting = _fitting_in_order(dist, candidates, subset_of)
         if not fitting:
-            raise ModelSizeError(f"no marginal of the workload fits a factored model of at most {max_model_cells:,} "
-                                 "cells: raise --max-model-cells or ask for smaller marginals")
+            raise _nothing_fits(max_model_cells)
         if len(fitting) < len(candidates):
             notes.append(f"measured {len(fitting)} of the {len(candidates)} {measure}s: the others would grow the "
                          f"model past its cap of {max_model_cells:,} cells (--max-model-cells); they are answered "
@@ -177,8 +176,7 @@ def mwem(
     for t in range(rounds_run):
         open_ = [i for i, key in enumerate(candidates) if key not in chosen and dist.fits(subset_of(key))]
         if not open_ and t == 0:
-            raise ModelSizeError(f"no marginal of the workload fits a factored model of at most {max_model_cells:,} "
-                                 "cells: raise --max-model-cells or ask for smaller marginals")
+            raise _nothing_fits(max_model_cells)
         if not open_:
             notes.append(f"stopped after {t} of {rounds_run} rounds: every candidate left would grow the model past "
                          f"its cap of {max_model_cells:,} cells (--max-model-cells); the rest of epsilon is unspent")
@@ -221,8 +219,8 @@ def mwem(
     # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
     # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
     fit_passes = 0
-    noise_total = sum(np.size(noisy) for _, _, noisy in measured) * budget.mean_abs_noise
-    target = FIT_TOLERANCE * noise_total if not select else 0.0
+    noise = expected_noise(measured, budget.epsilon_measure, budget.rho_measure)
+    target = FIT_TOLERANCE * noise if not select else 0.0
     if final_fit:
         def on_pass(done: int) -> None:
             if progress is not None:
@@ -241,6 +239,11 @@ def mwem(
                   "fit_target_residual": target, "output": output,
                   **budget.as_dict(), "epsilon_count": count_epsilon, "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
+
+
+def _nothing_fits(max_model_cells: int) -> ModelSizeError:
+    return ModelSizeError(f"no marginal of the workload fits a factored model of at most {max_model_cells:,} cells: "
+                          "raise --max-model-cells or ask for smaller marginals")
 
 
 def _fitting_in_order(dist, candidates: list, subset_of) -> list:

@@ -25,7 +25,7 @@ import numpy as np
 from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .composition import zcdp_rho_limit
 from .errors import SynthError
-from .mechanisms import discrete_gaussian, discrete_laplace, exponential
+from .mechanisms import discrete_gaussian, discrete_laplace, exponential, mean_abs_noise
 
 __all__ = ["RoundBudget", "count_rho", "plan_rounds"]
 
@@ -47,12 +47,8 @@ class RoundBudget:
 
     @property
     def mean_abs_noise(self) -> float:
-        """E|noise| of one measured cell: sigma sqrt(2/pi) (Gaussian, the continuous value), or
-        2r / (1 - r^2) with r = exp(-epsilon) (discrete Laplace)."""
-        if self.rho_measure:
-            return math.sqrt(1 / (2 * self.rho_measure)) * math.sqrt(2 / math.pi)
-        r = math.exp(-self.epsilon_measure)
-        return 2 * r / (1 - r * r)
+        """E|noise| of one measured cell (``synth.mechanisms.mean_abs_noise``)."""
+        return mean_abs_noise(self.epsilon_measure, self.rho_measure)
 
     def select(self, scores: np.ndarray, rng: np.random.Generator, accountant: Accountant, note: str) -> int:
         """The exponential mechanism on ``scores`` (sensitivity 1), charged as planned."""

@@ -72,7 +72,27 @@ def _query_value(table: np.ndarray, query: Query) -> float:
     return float(table[np.ix_(*query.allowed)].sum())
 
 
-class PMW:
+class StoredDistribution:
+    """What both PMW variants tell of their estimate D (kept in ``self._dist``)."""
+
+    _dist: object
+
+    @property
+    def representation(self) -> str:
+        """How D is stored: ``dense`` or ``factored``."""
+        return self._dist.representation
+
+    @property
+    def model_cells(self) -> int:
+        """Cells D holds: the universe (dense) or its junction tree's cliques (factored)."""
+        return self._dist.cells
+
+    def distribution(self):
+        """D_t, the public model: a fresh normalized flat array, or a copy of the factored model."""
+        return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
+
+
+class PMW(StoredDistribution):
     """The PMW state and its answering loop, over the encoded private rows ``codes``."""
 
     def __init__(
@@ -114,20 +134,6 @@ class PMW:
     @property
     def halted(self) -> bool:
         return self.updates >= self.plan.updates
-
-    @property
-    def representation(self) -> str:
-        """How D is stored: ``dense`` or ``factored``."""
-        return self._dist.representation
-
-    @property
-    def model_cells(self) -> int:
-        """Cells D holds: the universe (dense) or its junction tree's cliques (factored)."""
-        return self._dist.cells
-
-    def distribution(self):
-        """D_t (the public model): a fresh normalized flat array, or a copy of the factored model."""
-        return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
 
     def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
         """The marginal of D_t on ``subset`` (fractions), cached until the next update."""

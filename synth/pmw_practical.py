@@ -49,9 +49,9 @@ from .errors import SynthError
 from .distribution import make_distribution
 from .factored import DEFAULT_MAX_MODEL_CELLS
 from .fit import FIT_TOLERANCE
-from .mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace
+from .mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise
 from .monitor import PracticalMonitor
-from .pmw import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer
+from .pmw import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from .pmw_plan import MAX_UPDATES
 from .rng import make_rng
 from .schema import Schema
@@ -106,7 +106,7 @@ class PracticalPlan:
     @property
     def noise_allowance(self) -> float:
         """Mean |threshold noise| + mean |test noise| (rows): discrete Laplace of scales 2/eps, 4/eps."""
-        return _mean_abs_laplace(self.epsilon_test / 2) + _mean_abs_laplace(self.epsilon_test / 4)
+        return mean_abs_noise(self.epsilon_test / 2) + mean_abs_noise(self.epsilon_test / 4)
 
     @property
     def threshold_count(self) -> float:
@@ -124,11 +124,11 @@ class PracticalPlan:
 
     def mean_abs_noise(self) -> float:
         """E|noise| of one value measured on an update (rows)."""
-        return _mean_abs_noise(self.epsilon_measure, self.rho_measure)
+        return mean_abs_noise(self.epsilon_measure, self.rho_measure)
 
     def mean_abs_warm_noise(self) -> float:
         """E|noise| of one value measured by the warm start (rows)."""
-        return _mean_abs_noise(self.epsilon_warm, self.rho_warm)
+        return mean_abs_noise(self.epsilon_warm, self.rho_warm)
 
     def test_kind(self, cells: int) -> str:
         if self.test != "auto":
@@ -170,14 +170,6 @@ def _ways(subsets) -> str:
     return " or ".join(str(k) for k in sizes)
 
 
-def _mean_abs_noise(epsilon: float, rho: float) -> float:
-    """E|Z| of discrete Gaussian noise of variance 1 / (2 rho) (about; the continuous value), or of
-    discrete Laplace noise P(z) ~ exp(-epsilon |z|)."""
-    if rho:
-        return math.sqrt(1 / (2 * rho)) * math.sqrt(2 / math.pi)
-    return _mean_abs_laplace(epsilon)
-
-
 def warm_start_subsets(subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
     """The marginals the warm start measures: for a workload with subsets of 3 or more columns,
     the 2-way sub-marginals that at least two of its subsets share (each informs several of
@@ -204,12 +196,6 @@ def default_updates(subsets: Sequence[Sequence[str]], warm_subsets: Sequence[Seq
     marginals, epsilon 1) L = 10-15 of 35 gave online answers 0.041-0.049 against 0.055 at 35,
     while a 2-way workload (no warm start) needs one update per subset."""
     return max(len(subsets) - len(warm_subsets), math.ceil(len(subsets) / 3), 1)
-
-
-def _mean_abs_laplace(epsilon: float) -> float:
-    """E|Z| of discrete Laplace noise P(z) ~ exp(-epsilon |z|): 2r / (1 - r^2), r = e^-epsilon."""
-    r = math.exp(-epsilon)
-    return 2 * r / (1 - r * r)
 
 
 def plan_practical(
@@ -316,7 +302,7 @@ class _Measurement:
     noisy: list  # the noisy table (nested lists) or count
 
 
-class PracticalPMW:
+class PracticalPMW(StoredDistribution):
     """The practical PMW state and its answering loop over the encoded private rows ``codes``."""
 
     def __init__(
@@ -371,20 +357,6 @@ class PracticalPMW:
     def halted(self) -> bool:
         return self.updates >= self.plan.updates
 
-    @property
-    def representation(self) -> str:
-        """How D is stored: ``dense`` or ``factored``."""
-        return self._dist.representation
-
-    @property
-    def model_cells(self) -> int:
-        """Cells D holds: the universe (dense) or its junction tree's cliques (factored)."""
-        return self._dist.cells
-
-    def distribution(self):
-        """D_t, the online estimate: a fresh normalized flat array, or a copy of the factored model."""
-        return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
-
     def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
         """The marginal of D_t on ``subset`` (fractions), cached until D moves."""
         table = self._model_tables.get(subset)
@@ -427,7 +399,7 @@ class PracticalPMW:
         else:
             noisy = discrete_laplace(truth, epsilon, 1, self._rng, accountant=self.accountant, note=note)
         self._measured.append(("marginal", subset, np.asarray(noisy, dtype=np.float64)))
-        self._noise_total += _mean_abs_noise(epsilon, rho) * truth.size
+        self._noise_total += mean_abs_noise(epsilon, rho) * truth.size
 
     # -- answering -----------------------------------------------------------------------
     def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:

@@ -2,7 +2,6 @@
 tables, never a dense array; read back to the same answers; damaged files refused in one line."""
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
@@ -15,6 +14,8 @@ from synth.model import Model, ModelError
 from synth.sample import sample_model
 from synth.schema import Categorical, Coded, Schema
 from synth.workload import Workload
+
+from .test_model_file import refused
 
 SCHEMA = Schema((Categorical("colour", ("red", "green", "blue")), Coded("a", 4), Coded("b", 2), Coded("c", 5)))
 FACTORS = (("colour", "a"), ("a", "b"), ("b", "c"), ("colour",))
@@ -57,11 +58,6 @@ def rewrite(path, target, edit_meta=None, edit_arrays=None):
     raw = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     np.savez_compressed(target, meta=raw, **arrays)
     return target
-
-
-def refused(path, message):
-    with pytest.raises(ModelError, match="^" + re.escape(f"{path}: {message}")):
-        Model.load(path)
 
 
 def test_round_trip_stores_tables_not_a_dense_array_and_answers_the_same(tmp_path):

@@ -11,6 +11,7 @@ from .discrete import (
     discrete_laplace,
     discrete_laplace_noise,
     laplace_ratio,
+    mean_abs_noise,
 )
 from .exponential import StreamingExponential, exponential
 from .sparse_vector import AboveThreshold, NumericSparse, Sparse
@@ -26,4 +27,5 @@ __all__ = [
     "discrete_laplace_noise",
     "exponential",
     "laplace_ratio",
+    "mean_abs_noise",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_gaussian_noise",
     "discrete_gaussian",
+    "mean_abs_noise",
 ]
 
 _RATIO_BITS = 40
@@ -66,25 +67,37 @@ def _laplace_ratio(epsilon: float, sensitivity: float) -> tuple[int, int]:
 
 
 def _laplace_draws(size: int, s: int, t: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` draws with P(z) ~ exp(-|z| s/t), in blocks of ``_BLOCK`` (each its own state)."""
+    """``size`` draws with P(z) ~ exp(-|z| s/t), in blocks of ``_BLOCK`` (each its own state);
+    a draw the kernel cannot hold (probability below exp(-2^20)) is made in Python."""
+    return _block_draws(size, _kernels.fill_discrete_laplace, _kernels.fill_discrete_laplace_blocks,
+                        (np.uint64(s), np.uint64(t)), lambda: discrete_laplace_exact(s, t, rng), rng)
+
+
+def _block_draws(size: int, fill, fill_blocks, args: tuple, exact, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws from a sampling kernel in blocks of ``_BLOCK``, each block with its own
+    xoshiro state drawn from ``rng``, so the output never depends on the thread count.
+
+    ``fill(out, start, stop, *args, state)`` fills one block and returns where it stopped;
+    ``fill_blocks(out, block, *args, states, stops)`` fills every block in parallel; a draw a
+    block stops at is made by ``exact()`` in Python, then the kernel goes on from the next.
+    """
     out = np.empty(size, dtype=np.int64)
     if size == 0:
         return out
     n_blocks = -(-size // _BLOCK)
     states = rng.integers(0, 2**64, size=(n_blocks, 4), dtype=np.uint64)
     states[~states.any(axis=1), 0] = 1  # xoshiro's one forbidden state (probability 2^-256)
-    s64, t64 = np.uint64(s), np.uint64(t)
     if n_blocks == 1:
-        stops = np.array([_kernels.fill_discrete_laplace(out, 0, size, s64, t64, states[0])])
+        stops = np.array([fill(out, 0, size, *args, states[0])])
     else:
         stops = np.empty(n_blocks, dtype=np.int64)
-        _kernels.fill_discrete_laplace_blocks(out, _BLOCK, s64, t64, states, stops)
-    for b in range(n_blocks):  # overflow fallbacks: probability below exp(-2^20) per draw
+        fill_blocks(out, _BLOCK, *args, states, stops)
+    for b in range(n_blocks):
         end = min((b + 1) * _BLOCK, size)
         i = int(stops[b])
         while i < end:
-            out[i] = discrete_laplace_exact(s, t, rng)
-            i = _kernels.fill_discrete_laplace(out, i + 1, end, s64, t64, states[b])
+            out[i] = exact()
+            i = fill(out, i + 1, end, *args, states[b])
     return out
 
 
@@ -103,6 +116,16 @@ def discrete_laplace_noise(
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     count = int(np.prod(shape, dtype=np.int64))
     return _laplace_draws(count, s, t, make_rng(rng)).reshape(shape)
+
+
+def mean_abs_noise(epsilon: float = 0.0, rho: float = 0.0) -> float:
+    """E|Z| of one noisy count: discrete Gaussian of variance 1 / (2 rho) when ``rho`` is given
+    (about: the continuous value sigma sqrt(2/pi)), else discrete Laplace P(z) ~ exp(-epsilon |z|),
+    exactly 2r / (1 - r^2) with r = e^-epsilon. What fits stop at and selections subtract."""
+    if rho:
+        return math.sqrt(1 / (2 * rho)) * math.sqrt(2 / math.pi)
+    r = math.exp(-epsilon)
+    return 2 * r / (1 - r * r)
 
 
 def _integer_counts(counts) -> np.ndarray:
@@ -194,27 +217,12 @@ def gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int, int] | None:
 
 
 def _gaussian_draws(size: int, p: int, q: int, t: int, y_max: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` kernel draws of sigma2 = p/q, in blocks of ``_BLOCK`` (each its own state)."""
-    out = np.empty(size, dtype=np.int64)
-    if size == 0:
-        return out
-    n_blocks = -(-size // _BLOCK)
-    states = rng.integers(0, 2**64, size=(n_blocks, 4), dtype=np.uint64)
-    states[~states.any(axis=1), 0] = 1  # xoshiro's one forbidden state (probability 2^-256)
-    args = (np.uint64(p), np.uint64(q), np.uint64(t), np.uint64(y_max))
-    if n_blocks == 1:
-        stops = np.array([_kernels.fill_discrete_gaussian(out, 0, size, *args, states[0])])
-    else:
-        stops = np.empty(n_blocks, dtype=np.int64)
-        _kernels.fill_discrete_gaussian_blocks(out, _BLOCK, *args, states, stops)
+    """``size`` kernel draws of sigma2 = p/q, in blocks of ``_BLOCK`` (each its own state); a
+    candidate past y_max (below e^-40 per draw) is drawn in Python with the same sigma2."""
     sigma2 = Fraction(p, q)
-    for b in range(n_blocks):  # fallbacks: a candidate past y_max (below e^-40 per draw)
-        end = min((b + 1) * _BLOCK, size)
-        i = int(stops[b])
-        while i < end:
-            out[i] = discrete_gaussian_exact(sigma2, rng)
-            i = _kernels.fill_discrete_gaussian(out, i + 1, end, *args, states[b])
-    return out
+    return _block_draws(size, _kernels.fill_discrete_gaussian, _kernels.fill_discrete_gaussian_blocks,
+                        (np.uint64(p), np.uint64(q), np.uint64(t), np.uint64(y_max)),
+                        lambda: discrete_gaussian_exact(sigma2, rng), rng)
 
 
 def _python_gaussian_draws(count: int, sigma2: Fraction, rng: np.random.Generator) -> np.ndarray:
