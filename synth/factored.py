@@ -25,18 +25,17 @@ import numpy as np
 from .errors import SynthError
 from .junction_tree import JunctionTree, junction_tree, model_cells
 from .schema import Schema
+from .fit import MAX_STEP
 from .tables import marginal_from_dense
 
 __all__ = ["DEFAULT_MAX_MODEL_CELLS", "FactoredModel", "ModelSizeError"]
 
 #: Default cap on the junction tree's total clique cells (10^7 float64 cells = 80 MB a copy).
 DEFAULT_MAX_MODEL_CELLS = 10**7
-#: Largest multiple of MW's step the fit takes (a step is kept only if it lowers the squared
-#: loss, else halved). MW's own step moves a cell of probability p by about difference/(2n), far
-#: less than the difference/(n p) it needs: on all 91 adult pairs (eps = 1) 1,000 passes at
-#: steps up to 16 give mean L1 0.084 against 0.088 at MW's step; on 7 columns (35 triples,
-#: stopping at the noise level) both match the dense fit (0.036-0.037).
-MAX_STEP = 16.0
+# The fit's step grows to ``synth.fit.MAX_STEP`` times MW's (kept only if it lowers the squared
+# loss, else halved). MW's own step moves a cell of probability p by about difference/(2n), far
+# less than the difference/(n p) it needs: on all 91 adult pairs (eps = 1) 1,000 passes at
+# steps up to 16 give mean L1 0.084 against 0.088 at MW's step.
 
 Subset = tuple[str, ...]
 

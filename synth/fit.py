@@ -15,16 +15,29 @@ import numpy as np
 
 from .mechanisms import mean_abs_noise
 from .schema import Schema
-from .tables import SelectedCells, marginal_from_dense, multiply_by_marginal
+from .tables import SelectedCells, marginal_from_dense, marginals_from_dense, multiply_by_marginal
 from .workload import Query
 
-__all__ = ["FIT_TOLERANCE", "MAX_EXPONENT", "expected_noise", "mw_fit", "workload_value"]
+__all__ = ["APPROACH", "BACKUP_CELLS", "CONVERGED", "FIT_TOLERANCE", "MAX_EXPONENT", "MAX_STEP", "expected_noise", "mw_fit", "workload_value"]
 
 #: A fit stops once the residual falls to this fraction of the noise's expected total.
 FIT_TOLERANCE = 0.97
 #: Largest |exponent| of one multiplicative step. Reached only when the noise dwarfs n (a tiny
 #: epsilon): a step of e^30 already moves all mass, and a larger one would overflow.
 MAX_EXPONENT = 30.0
+#: Largest multiple of MW's step an accelerated fit grows to (32 diverges on adult's 35 triples).
+MAX_STEP = 16.0
+#: Universes up to this many cells get the accelerated fit (it keeps one copy of the weights
+#: to undo a pass); larger ones keep MW's step.
+BACKUP_CELLS = 2**25
+#: The accelerated step falls back to MW's as the residual nears its target: its cap shrinks
+#: from MAX_STEP at (1 + APPROACH) times the target to 1 at the target. Long steps all the way
+#: land on a worse fit (adult, 35 triples, pure eps = 1: mean L1 0.040 against MW's 0.038).
+APPROACH = 0.03
+#: A fit also stops once a pass lowers the squared loss by less than this fraction: where the
+#: noise dwarfs the counts the residual never reaches its target, and fitting on fits noise
+#: (1,300 rows, 35 triples: mean L1 0.42 stopping here against 0.44 after 1,000 passes).
+CONVERGED = 1e-4
 
 
 def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence[Query] | None,
@@ -34,40 +47,98 @@ def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence
 
     ``measured`` holds ``(kind, key, noisy)``: ``("marginal", subset, table)`` or
     ``("query", index into workload, count)`` (``workload``: a ``Workload`` or a list of
-    queries); ``selections`` caches the cells of measured queries between calls. Each pass moves, in turn for every measurement, the weights by
-    ``exp((noisy - estimate) / (2 n))`` on its cells. Stops after ``passes``, once a pass changes
-    nothing, or once the total absolute residual falls to ``stop_residual`` (fitting closer than
-    the noise would fit the noise). ``on_pass(done)`` is called every 10 passes.
+    queries); ``selections`` caches the cells of measured queries between calls. Each pass
+    moves, in turn for every measurement, the weights by ``exp(step * (noisy - estimate) / (2n))``
+    on its cells. Stops after ``passes``, once a pass changes nothing, or once the total
+    absolute residual falls to ``stop_residual`` (fitting closer than the noise would fit the
+    noise). ``on_pass(done)`` is called every 10 passes.
 
-    Returns the weights' new total, the passes run and the last pass's residual.
+    When every measurement is a marginal (and U is at most ``BACKUP_CELLS``), the step grows by
+    half after each pass that lowers the squared loss sum (noisy - estimate)^2, up to
+    ``MAX_STEP`` (falling back to 1 near ``stop_residual``, see ``APPROACH``); a pass that would
+    raise it is undone and the step halved, and the fit stops once a pass gains less than
+    ``CONVERGED``. On adult's 35 three-way marginals MW's own step takes 300-470 passes to reach
+    the noise level, the grown step 45-85, with the same error. Otherwise the step stays 1.
+
+    Returns the weights' new total, the passes run and the last residual.
     """
+    if weights.size <= BACKUP_CELLS and all(kind == "marginal" for kind, _, _ in measured):
+        return _accelerated_fit(weights, total, schema, measured, n, passes, stop_residual, on_pass)
     done = 0
     residual = math.inf
     for _ in range(passes):
         done += 1
-        largest_change = residual = 0.0
-        for kind, key, noisy in measured:
-            if kind == "marginal":
-                estimate = marginal_from_dense(weights, schema, key) * (n / total)
-                exponent = np.clip((noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
-                largest_change = max(largest_change, float(np.abs(exponent).max()))
-                residual += float(np.abs(exponent).sum()) * 2 * n
-                total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
-            else:
-                query = workload[key]
-                estimate = n * workload_value(weights, schema, query) / total
-                exponent = min(max((noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
-                largest_change = max(largest_change, abs(exponent))
-                residual += abs(exponent) * 2 * n
-                selection = selections.setdefault(key, SelectedCells(schema, query))
-                factor = math.exp(exponent)
-                before = selection.scale(weights, factor)
-                total += (factor - 1.0) * before
+        total, largest_change, residual = _mw_pass(weights, total, schema, workload, measured, n, 1.0, selections)
         if not 1e-100 < total < 1e100:
             weights /= total
             total = 1.0
         if largest_change < 1e-9 or residual <= stop_residual:
             break
+        if on_pass is not None and done % 10 == 0:
+            on_pass(done)
+    return total, done, residual
+
+
+def _mw_pass(weights: np.ndarray, total: float, schema: Schema, workload, measured: list[tuple], n: float,
+             step: float, selections: dict) -> tuple[float, float, float]:
+    """One pass of ``step``-scaled multiplicative weights over ``measured`` in turn. Returns the
+    new total, the largest |exponent| and the residual summed over the estimates it moved from."""
+    largest_change = residual = 0.0
+    for kind, key, noisy in measured:
+        if kind == "marginal":
+            estimate = marginal_from_dense(weights, schema, key) * (n / total)
+            exponent = np.clip(step * (noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
+            largest_change = max(largest_change, float(np.abs(exponent).max()))
+            residual += float(np.abs(noisy - estimate).sum())
+            total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
+        else:
+            query = workload[key]
+            estimate = n * workload_value(weights, schema, query) / total
+            exponent = min(max(step * (noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
+            largest_change = max(largest_change, abs(exponent))
+            residual += abs(noisy - estimate)
+            selection = selections.setdefault(key, SelectedCells(schema, query))
+            factor = math.exp(exponent)
+            before = selection.scale(weights, factor)
+            total += (factor - 1.0) * before
+    return total, largest_change, residual
+
+
+def _accelerated_fit(weights: np.ndarray, total: float, schema: Schema, measured: list[tuple], n: float,
+                     passes: int, stop_residual: float, on_pass) -> tuple[float, int, float]:
+    """``mw_fit`` on marginals alone, with the step grown while passes lower the squared loss."""
+    subsets = [key for _, key, _ in measured]
+
+    def losses(total: float) -> tuple[float, float]:
+        estimates = marginals_from_dense(weights, schema, subsets)
+        gaps = [noisy - estimate * (n / total) for (_, _, noisy), estimate in zip(measured, estimates)]
+        return float(sum(np.abs(g).sum() for g in gaps)), float(sum((g * g).sum() for g in gaps))
+
+    residual, loss = losses(total)
+    step, done = 1.0, 0
+    backup = np.empty_like(weights)
+    while done < passes and residual > stop_residual:
+        done += 1
+        backup[:] = weights
+        new_total, largest_change, _ = _mw_pass(weights, total, schema, None, measured, n, step, {})
+        new_residual, new_loss = losses(new_total) if 0 < new_total < math.inf else (math.inf, math.inf)
+        if new_loss <= loss:
+            converged = loss - new_loss <= CONVERGED * loss or largest_change < 1e-9
+            total, residual, loss = new_total, new_residual, new_loss
+            if not 1e-100 < total < 1e100:
+                weights /= total
+                total = 1.0
+            if converged:
+                break
+            cap = MAX_STEP
+            if stop_residual > 0:
+                cap = min(MAX_STEP, max(1.0, MAX_STEP * (residual / stop_residual - 1) / APPROACH))
+            step = min(step * 1.5, cap)
+        else:  # too long a step: undo the pass and halve it
+            weights[:] = backup
+            step /= 2
+            if step * largest_change < 1e-9:
+                break
         if on_pass is not None and done % 10 == 0:
             on_pass(done)
     return total, done, residual

@@ -218,7 +218,7 @@ def mwem(
     # fits their noise). When selection left marginals unmeasured it runs to convergence: the
     # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
     # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
-    fit_passes = 0
+    fit_passes, fit_stop = 0, "none"
     noise = expected_noise(measured, budget.epsilon_measure, budget.rho_measure)
     target = FIT_TOLERANCE * noise if not select else 0.0
     if final_fit:
@@ -226,7 +226,10 @@ def mwem(
             if progress is not None:
                 progress(rounds_run, work.during_fit(done))
 
-        fit_passes, _ = dist.fit(measured, n, final_passes, workload=workload, stop_residual=target, on_pass=on_pass)
+        fit_passes, residual = dist.fit(measured, n, final_passes, workload=workload, stop_residual=target,
+                                        on_pass=on_pass)
+        fit_stop = ("noise level" if residual <= target else "passes" if fit_passes >= final_passes
+                    else "converged")
         if progress is not None:
             progress(rounds_run + 1, 1.0)
     if average is not None:
@@ -236,6 +239,7 @@ def mwem(
     parameters = {"rounds": rounds_done, "representation": dist.representation, "model_cells": dist.cells,
                   "measure": measure, "select_share": select_share, "passes": passes,
                   "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,
+                  "final_fit_stop": fit_stop,
                   "fit_target_residual": target, "output": output,
                   **budget.as_dict(), "epsilon_count": count_epsilon, "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
