@@ -49,9 +49,14 @@ MECHANISMS = ("mwem", "blr", "pmw")
               help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
+@click.option("--selection", type=click.Choice(["auto", "adaptive", "classic"]), default="auto", show_default=True,
+              help="mwem: adaptive (AIM's rounds: the workload's marginals and those below them, one-way first, "
+                   "budget growing when a measurement taught little, rounds until the budget is spent) or classic "
+                   "(T rounds over the workload's marginals, or every one of them). auto: adaptive where the noise "
+                   "of measuring every marginal would dwarf n (small tables), classic otherwise; the run says which.")
 @click.option("--rounds", type=click.IntRange(1),
-              help="mwem: rounds T (default: every marginal when there are at most 50; else two per column, at "
-                   "most 50; measuring queries, 50).")
+              help="mwem --selection classic: rounds T (default: every marginal when there are at most 50; else two "
+                   "per column, at most 50; measuring queries, 50).")
 @click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
               help="mwem: measure a whole marginal per round, or one query.")
 @click.option("--select-share", type=CheckedFloat("check_probability", "select-share"), default=None,
@@ -106,7 +111,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
-def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, rounds, measure,
+def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, selection, rounds,
+             measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
              rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
@@ -135,6 +141,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
           --epsilon 1 -o synthetic.csv --model adult.npz    # all 14 columns: a factored model
     """
     net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
+    _check_selection(mechanism, selection, rounds, select_share, average, measure)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind, representation, max_model_cells)
     storage = storage_options(representation, max_model_cells)
@@ -161,7 +168,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
 
     with progress(f"reading {data}", quiet) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
-    options = {"delta": delta, "rows": public_rows, "rounds": rounds, "measure": measure,
+    options = {"delta": delta, "rows": public_rows, "selection": selection, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
@@ -232,6 +239,19 @@ def _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha) -
     if alpha is not None and net == "sampled" and prior != "uniform":
         raise click.UsageError("--alpha applies to --net exact or --prior uniform (a prior's net takes --net-size)")
     return net
+
+
+def _check_selection(mechanism, selection, rounds, select_share, average, measure) -> None:
+    """--selection is MWEM's, and adaptive rounds take none of classic MWEM's round options."""
+    if selection == "auto":
+        return
+    if mechanism != "mwem":
+        raise click.UsageError(f"--selection does not apply to --mechanism {mechanism}")
+    classic = [name for name, used in (("--rounds", rounds is not None), ("--select-share", select_share is not None),
+                                       ("--average", average), ("--measure query", measure != "marginal")) if used]
+    if selection == "adaptive" and classic:
+        raise click.UsageError(f"{', '.join(classic)} apply to --selection classic (adaptive rounds follow from the "
+                               "budget)")
 
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
@@ -313,17 +333,22 @@ def _count_share(count_epsilon, epsilon) -> float:
 def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
     from synth.mwem import DEFAULT_PASSES, mwem
 
-    result = mwem(codes, schema, queries, epsilon, delta=options["delta"], rounds=options["rounds"],
+    result = mwem(codes, schema, queries, epsilon, delta=options["delta"], selection=options["selection"],
+                  rounds=options["rounds"],
                   measure=options["measure"],
                   select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,
                   output="average" if options["average"] else "last", rows=options["rows"], count_share=share,
                   rng=options["seed"], representation=options["representation"],
                   max_model_cells=options["max_model_cells"], progress=update)
     p = result.parameters
-    how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
+    if p["selection"] == "adaptive":
+        how = (f"adaptive: one-way marginals first, then chosen by the exponential mechanism; the round budget "
+               f"grew {p['annealed']} times")
+    else:
+        how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
     lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}) with {p['noise']} noise "
              f"({'rho-zCDP' if p['composition'] == 'zCDP' else 'pure epsilon-DP'}); final fit: "
-             f"{p['final_passes_run']} passes"]
+             f"{p['final_passes_run']} passes (stopped: {p['final_fit_stop']})"]
     lines.append(describe_representation(p["representation"], p["model_cells"], schema.universe_size))
     lines += [f"mwem: {text}" for text in result.notes]
     return result.to_model(schema, seeded=options["seed"] is not None), result.accountant, lines

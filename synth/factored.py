@@ -25,7 +25,7 @@ import numpy as np
 from .errors import SynthError
 from .junction_tree import JunctionTree, junction_tree, model_cells
 from .schema import Schema
-from .fit import MAX_STEP
+from .fit import MAX_STEP, measurement_weight
 from .tables import marginal_from_dense
 
 __all__ = ["DEFAULT_MAX_MODEL_CELLS", "FactoredModel", "ModelSizeError"]
@@ -207,7 +207,7 @@ class FactoredModel:
 
         Returns the passes run and the last residual.
         """
-        targets = [self._target(kind, key, noisy, workload) for kind, key, noisy in measured]
+        targets = [self._target(*m[:3], workload) + (measurement_weight(m),) for m in measured]
         step, done = 1.0, 0
         residual, loss, exponents = self._residual(targets, n, max_exponent)
         while done < passes and residual > stop_residual:
@@ -215,8 +215,8 @@ class FactoredModel:
             if step * largest < 1e-9:
                 break
             done += 1
-            saved = {s: self._potentials[s] for s, _, _ in targets}
-            for (subset, _, _), exponent in zip(targets, exponents):
+            saved = {s: self._potentials[s] for s, *_ in targets}
+            for (subset, *_), exponent in zip(targets, exponents):
                 self._potentials[subset] = self._potentials[subset] + step * exponent
             self._calibration = None
             new_residual, new_loss, new_exponents = self._residual(targets, n, max_exponent)
@@ -253,18 +253,19 @@ class FactoredModel:
         subset's table)."""
         calibration = self.calibrate()
         residual, loss, exponents = 0.0, 0.0, []
-        for subset, noisy, mask in targets:
+        for subset, noisy, mask, weight in targets:
             estimate = calibration.marginal(subset) * n
             if mask is None:
                 difference = noisy - estimate
                 residual += float(np.abs(difference).sum())
-                loss += float(np.square(difference).sum())
-                exponents.append(np.clip(difference / (2 * n), -max_exponent, max_exponent))
+                loss += weight * float(np.square(difference).sum())
+                exponents.append(np.clip(weight * difference / (2 * n), -max_exponent, max_exponent))
             else:
                 difference = float(noisy) - float(estimate[mask].sum())
                 residual += abs(difference)
-                loss += difference * difference
-                exponents.append(np.where(mask, min(max(difference / (2 * n), -max_exponent), max_exponent), 0.0))
+                loss += weight * difference * difference
+                exponents.append(np.where(mask, min(max(weight * difference / (2 * n), -max_exponent), max_exponent),
+                                          0.0))
         return residual, loss, exponents
 
 

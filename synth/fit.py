@@ -18,7 +18,7 @@ from .schema import Schema
 from .tables import SelectedCells, marginal_from_dense, marginals_from_dense, multiply_by_marginal
 from .workload import Query
 
-__all__ = ["APPROACH", "BACKUP_CELLS", "CONVERGED", "FIT_TOLERANCE", "MAX_EXPONENT", "MAX_STEP", "expected_noise", "mw_fit", "workload_value"]
+__all__ = ["APPROACH", "BACKUP_CELLS", "CONVERGED", "FIT_TOLERANCE", "MAX_EXPONENT", "MAX_STEP", "measurement_weight", "expected_noise", "mw_fit", "workload_value"]
 
 #: A fit stops once the residual falls to this fraction of the noise's expected total.
 FIT_TOLERANCE = 0.97
@@ -45,8 +45,8 @@ def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence
            on_pass: Callable[[int], None] | None = None) -> tuple[float, int, float]:
     """Passes of multiplicative weights over every measurement, ``weights`` updated in place.
 
-    ``measured`` holds ``(kind, key, noisy)``: ``("marginal", subset, table)`` or
-    ``("query", index into workload, count)`` (``workload``: a ``Workload`` or a list of
+    ``measured`` holds ``(kind, key, noisy[, weight])``: ``("marginal", subset, table)`` or
+    ``("query", index into workload, count)``, each optionally weighted (``measurement_weight``) (``workload``: a ``Workload`` or a list of
     queries); ``selections`` caches the cells of measured queries between calls. Each pass
     moves, in turn for every measurement, the weights by ``exp(step * (noisy - estimate) / (2n))``
     on its cells. Stops after ``passes``, once a pass changes nothing, or once the total
@@ -62,7 +62,7 @@ def mw_fit(weights: np.ndarray, total: float, schema: Schema, workload: Sequence
 
     Returns the weights' new total, the passes run and the last residual.
     """
-    if weights.size <= BACKUP_CELLS and all(kind == "marginal" for kind, _, _ in measured):
+    if weights.size <= BACKUP_CELLS and all(m[0] == "marginal" for m in measured):
         return _accelerated_fit(weights, total, schema, measured, n, passes, stop_residual, on_pass)
     done = 0
     residual = math.inf
@@ -84,17 +84,19 @@ def _mw_pass(weights: np.ndarray, total: float, schema: Schema, workload, measur
     """One pass of ``step``-scaled multiplicative weights over ``measured`` in turn. Returns the
     new total, the largest |exponent| and the residual summed over the estimates it moved from."""
     largest_change = residual = 0.0
-    for kind, key, noisy in measured:
+    for measurement in measured:
+        kind, key, noisy = measurement[:3]
+        scaled = step * measurement_weight(measurement)
         if kind == "marginal":
             estimate = marginal_from_dense(weights, schema, key) * (n / total)
-            exponent = np.clip(step * (noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
+            exponent = np.clip(scaled * (noisy - estimate) / (2 * n), -MAX_EXPONENT, MAX_EXPONENT)
             largest_change = max(largest_change, float(np.abs(exponent).max()))
             residual += float(np.abs(noisy - estimate).sum())
             total = multiply_by_marginal(weights, schema, key, np.exp(exponent))
         else:
             query = workload[key]
             estimate = n * workload_value(weights, schema, query) / total
-            exponent = min(max(step * (noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
+            exponent = min(max(scaled * (noisy - estimate) / (2 * n), -MAX_EXPONENT), MAX_EXPONENT)
             largest_change = max(largest_change, abs(exponent))
             residual += abs(noisy - estimate)
             selection = selections.setdefault(key, SelectedCells(schema, query))
@@ -107,12 +109,14 @@ def _mw_pass(weights: np.ndarray, total: float, schema: Schema, workload, measur
 def _accelerated_fit(weights: np.ndarray, total: float, schema: Schema, measured: list[tuple], n: float,
                      passes: int, stop_residual: float, on_pass) -> tuple[float, int, float]:
     """``mw_fit`` on marginals alone, with the step grown while passes lower the squared loss."""
-    subsets = [key for _, key, _ in measured]
+    subsets = [m[1] for m in measured]
+    loss_weights = [measurement_weight(m) for m in measured]
 
     def losses(total: float) -> tuple[float, float]:
         estimates = marginals_from_dense(weights, schema, subsets)
-        gaps = [noisy - estimate * (n / total) for (_, _, noisy), estimate in zip(measured, estimates)]
-        return float(sum(np.abs(g).sum() for g in gaps)), float(sum((g * g).sum() for g in gaps))
+        gaps = [m[2] - estimate * (n / total) for m, estimate in zip(measured, estimates)]
+        return (float(sum(np.abs(g).sum() for g in gaps)),
+                float(sum(w * (g * g).sum() for w, g in zip(loss_weights, gaps))))
 
     residual, loss = losses(total)
     step, done = 1.0, 0
@@ -144,10 +148,16 @@ def _accelerated_fit(weights: np.ndarray, total: float, schema: Schema, measured
     return total, done, residual
 
 
+def measurement_weight(measurement: tuple) -> float:
+    """How much a measurement counts in a fit: its optional fourth element (1 if absent). A
+    measurement with less noise counts more (adaptive MWEM weighs by 1 / variance)."""
+    return float(measurement[3]) if len(measurement) > 3 else 1.0
+
+
 def expected_noise(measured, epsilon: float = 0.0, rho: float = 0.0) -> float:
     """E[sum of |noise|] over every measured value, each with discrete Laplace noise of scale
     1/epsilon, or discrete Gaussian of variance 1/(2 rho) (``synth.mechanisms.mean_abs_noise``)."""
-    return sum(np.size(noisy) for _, _, noisy in measured) * mean_abs_noise(epsilon, rho)
+    return sum(np.size(m[2]) for m in measured) * mean_abs_noise(epsilon, rho)
 
 
 def workload_value(weights: np.ndarray, schema: Schema, query) -> float:

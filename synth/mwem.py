@@ -33,6 +33,7 @@ charge goes through the accountant. n is public (``rows``) or a noisy count boug
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +42,9 @@ from .accounting import Accountant
 from .distribution import make_distribution
 from .errors import SynthError
 from .fit import FIT_TOLERANCE, expected_noise
-from .mwem_budget import count_rho, plan_rounds
+from .mechanisms import mean_abs_noise
+from .mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, noise_ratio
+from .mwem_budget import count_rho, plan_rounds, rounds_total
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
@@ -53,6 +56,9 @@ from .workload import Workload
 __all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
            "FIT_TOLERANCE", "expected_noise"]
 
+#: How rounds are chosen: ``adaptive`` (``synth.mwem_adaptive``), ``classic`` (a fixed number
+#: of rounds over the workload's marginals, or every one of them), or ``auto``.
+SELECTIONS = ("auto", "adaptive", "classic")
 DEFAULT_ROUNDS = 50
 DEFAULT_PASSES = 10  # per round when selecting: fewer leave the estimate near uniform, and selection repeats itself
 DEFAULT_FINAL_PASSES = 1000
@@ -89,6 +95,7 @@ def mwem(
     epsilon: float,
     *,
     delta: float = 0.0,
+    selection: str = "auto",
     rounds: int | None = None,
     measure: str = "marginal",
     select_share: float | None = None,
@@ -124,6 +131,12 @@ def mwem(
         raise ValueError(f"final_passes ({final_passes!r}) must be an integer >= 0")
     if select_share is not None:
         select_share = check_probability(select_share, "select_share")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection ({selection!r}) must be one of: {', '.join(SELECTIONS)}")
+    if selection == "adaptive" and (rounds is not None or measure != "marginal" or output != "last"
+                                    or select_share is not None):
+        raise ValueError("rounds, measure='query', output='average' and select_share apply to selection='classic' "
+                         "(adaptive rounds follow from the budget)")
     if measure not in ("marginal", "query"):
         raise ValueError(f"measure ({measure!r}) must be 'marginal' or 'query'")
     if output not in ("last", "average"):
@@ -137,11 +150,16 @@ def mwem(
     count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share,
                       rho=count_rho(epsilon, delta, count_share) if delta > 0 else None)
     n, count_epsilon = float(count.rows), count.epsilon
+    mode, why = _selection_mode(selection, rounds, measure, output, select_share, schema, workload, n, epsilon,
+                                delta, count)
+    if mode == "adaptive":
+        return _adaptive(codes, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
+                         progress, why)
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     subset_of = (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
     rounds_run = min(rounds or default_rounds(workload, len(candidates), measure), len(candidates))
     select = select_share is not None or rounds_run < len(candidates)
-    notes: list[str] = []
+    notes: list[str] = [why] if why else []
     if not select:  # every candidate is measured: plan the budget for those that fit (structure only, no data)
         fitting = _fitting_in_order(dist, candidates, subset_of)
         if not fitting:
@@ -218,31 +236,85 @@ def mwem(
     # fits their noise). When selection left marginals unmeasured it runs to convergence: the
     # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
     # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
-    fit_passes, fit_stop = 0, "none"
     noise = expected_noise(measured, budget.epsilon_measure, budget.rho_measure)
     target = FIT_TOLERANCE * noise if not select else 0.0
-    if final_fit:
-        def on_pass(done: int) -> None:
-            if progress is not None:
-                progress(rounds_run, work.during_fit(done))
-
-        fit_passes, residual = dist.fit(measured, n, final_passes, workload=workload, stop_residual=target,
-                                        on_pass=on_pass)
-        fit_stop = ("noise level" if residual <= target else "passes" if fit_passes >= final_passes
-                    else "converged")
-        if progress is not None:
-            progress(rounds_run + 1, 1.0)
+    fit = _final_fit(dist, measured, n, final_passes if final_fit else 0, target, workload,
+                     lambda done: progress(rounds_run, work.during_fit(done)) if progress is not None else None)
+    if progress is not None and final_fit:
+        progress(rounds_run + 1, 1.0)
     if average is not None:
         distribution = average / max(rounds_done, 1)
     else:
         distribution = dist.normalized() if dist.representation == "dense" else dist
-    parameters = {"rounds": rounds_done, "representation": dist.representation, "model_cells": dist.cells,
-                  "measure": measure, "select_share": select_share, "passes": passes,
-                  "final_passes": final_passes if average is None else 0, "final_passes_run": fit_passes,
-                  "final_fit_stop": fit_stop,
-                  "fit_target_residual": target, "output": output,
+    parameters = {"selection": "classic", "rounds": rounds_done, "representation": dist.representation,
+                  "model_cells": dist.cells, "measure": measure, "select_share": select_share, "passes": passes,
+                  "final_passes": final_passes if average is None else 0, **fit, "output": output,
                   **budget.as_dict(), "epsilon_count": count_epsilon, "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
+
+
+def _final_fit(dist, measured: list[tuple], n: float, passes: int, target: float, workload, on_pass) -> dict:
+    """Fit every measurement (at most ``passes`` passes, to ``target`` residual); how it went."""
+    if not passes:
+        return {"final_passes_run": 0, "final_fit_stop": "none", "fit_target_residual": target}
+    done, residual = dist.fit(measured, n, passes, workload=workload, stop_residual=target, on_pass=on_pass)
+    stop = "noise level" if residual <= target else "passes" if done >= passes else "converged"
+    return {"final_passes_run": done, "final_fit_stop": stop, "fit_target_residual": target}
+
+
+def _selection_mode(selection: str, rounds: int | None, measure: str, output: str, select_share: float | None,
+                    schema: Schema, workload: Workload, n: float, epsilon: float, delta: float,
+                    count) -> tuple[str, str]:
+    """``adaptive`` or ``classic``, and why (for ``auto``; empty otherwise). ``auto`` is classic
+    when an option only classic MWEM has was asked for (rounds, single queries, the average, a
+    selection share); else adaptive when classic MWEM's measurements would each carry more than
+    ``ADAPTIVE_RATIO`` times n in expected L1 noise (``synth.mwem_adaptive.noise_ratio``). It
+    reads the row count (public, or the noisy count already released), never the data."""
+    if selection != "auto":
+        return selection, ""
+    if rounds is not None or measure != "marginal" or output != "last" or select_share is not None:
+        return "classic", ""
+    subsets = workload.subsets
+    measurements = min(default_rounds(workload, len(subsets)), len(subsets))
+    share = rounds_total(epsilon, delta, count.epsilon, count.rho) / measurements
+    per_cell = mean_abs_noise(0.0, share) if delta > 0 else mean_abs_noise(share)
+    sizes = dict(zip(schema.names, schema.shape))
+    cells = [math.prod(sizes[c] for c in s) for s in subsets]
+    ratio = noise_ratio(cells, n, per_cell)
+    if ratio > ADAPTIVE_RATIO:
+        return "adaptive", (f"adaptive rounds: measuring the workload's {measurements} marginals at an equal share "
+                            f"would add {ratio:.2g} n of expected L1 noise to each (over {ADAPTIVE_RATIO:g})")
+    return "classic", (f"classic rounds: each of the workload's {measurements} marginals measured at an equal "
+                       f"share carries {ratio:.2g} n of expected L1 noise (at most {ADAPTIVE_RATIO:g}; "
+                       "--selection adaptive to override)")
+
+
+def _adaptive(codes, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
+              progress, why: str) -> MWEMResult:
+    """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence."""
+    delta = accountant.budget.delta
+    total = rounds_total(accountant.budget.epsilon, delta, count.epsilon, count.rho)
+    columns = len({c for s in workload.subsets for c in s})
+    budget = AnnealingBudget(total, delta > 0, columns)
+    report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
+    run = adaptive_rounds(codes, schema, workload, dist, n, budget, accountant, generator, passes, report)
+    fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,
+                     lambda done: progress(0, min(1.0, 0.5 + 0.5 * done / final_passes)) if progress else None)
+    if progress is not None:
+        progress(run.rounds, 1.0)
+    distribution = dist.normalized() if dist.representation == "dense" else dist
+    parameters = {"selection": "adaptive", "rounds": run.rounds, "annealed": run.annealed,
+                  "representation": dist.representation, "model_cells": dist.cells, "measure": "marginal",
+                  "select_share": SELECT_SHARE, "passes": passes, "final_passes": final_passes, **fit,
+                  "output": "last", "composition": "zCDP" if delta > 0 else "basic",
+                  "noise": "discrete Gaussian" if delta > 0 else "discrete Laplace",
+                  "budget_total": total, "epsilon_count": count.epsilon, "rho_count": count.rho}
+    notes = [why] if why else []
+    unheld = [s for s in workload.subsets if not dist.fits(s)]
+    if unheld:
+        notes.append(f"{len(unheld)} of the workload's {len(workload.subsets)} marginals would grow the model past its "
+                     f"cap of {dist.max_cells:,} cells (--max-model-cells); they are answered from the model")
+    return MWEMResult(distribution, n, count.public, accountant, run.log, parameters, notes)
 
 
 def _nothing_fits(max_model_cells: int) -> ModelSizeError:

@@ -27,7 +27,7 @@ from .composition import zcdp_rho_limit
 from .errors import SynthError
 from .mechanisms import discrete_gaussian, discrete_laplace, exponential, mean_abs_noise
 
-__all__ = ["RoundBudget", "count_rho", "plan_rounds"]
+__all__ = ["RoundBudget", "count_rho", "plan_rounds", "rounds_total"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,13 @@ class RoundBudget:
         """E|noise| of one measured cell (``synth.mechanisms.mean_abs_noise``)."""
         return mean_abs_noise(self.epsilon_measure, self.rho_measure)
 
-    def select(self, scores: np.ndarray, rng: np.random.Generator, accountant: Accountant, note: str) -> int:
-        """The exponential mechanism on ``scores`` (sensitivity 1), charged as planned."""
+    def select(self, scores: np.ndarray, rng: np.random.Generator, accountant: Accountant, note: str,
+               sensitivity: float = 1.0) -> int:
+        """The exponential mechanism on ``scores`` (of the given sensitivity), charged as planned."""
         if not self.rho_select:
-            return exponential(scores, self.epsilon_select, 1.0, rng, accountant=accountant, note=note)
+            return exponential(scores, self.epsilon_select, sensitivity, rng, accountant=accountant, note=note)
         accountant.check(rho=self.rho_select)
-        pick = exponential(scores, self.epsilon_select, 1.0, rng)
+        pick = exponential(scores, self.epsilon_select, sensitivity, rng)
         accountant.spend(rho=self.rho_select, mechanism="exponential (bounded range, eps^2/8-zCDP)", note=note)
         return pick
 
@@ -95,6 +96,14 @@ def plan_rounds(epsilon: float, delta: float, epsilon_count: float, rounds: int,
                          "and measuring at least 2^-40; choose a share further from 0 and 1 (--select-share), fewer "
                          "rounds (--rounds) or more epsilon")
     return budget
+
+
+def rounds_total(epsilon: float, delta: float, epsilon_count: float, rho_count: float = 0.0) -> float:
+    """What all the rounds together may spend after the row count: rho under zCDP (delta > 0),
+    else epsilon; checked, as one charge, against a fresh accountant."""
+    if delta <= 0:
+        return subtract_epsilon(epsilon, epsilon_count)
+    return _plan_zcdp(epsilon, delta, epsilon_count, 1, 0.0, rho_count).rho_measure
 
 
 def _plan_zcdp(epsilon: float, delta: float, epsilon_count: float, rounds: int, share: float,

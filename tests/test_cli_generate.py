@@ -156,6 +156,9 @@ def test_blr_exact_refuses_politely_when_too_large(tiny):
     (["--mechanism", "blr", "--candidates", "3"], "--candidates applies to --net sampled"),
     (["--mechanism", "blr", "--passes", "3"], "--passes do(es) not apply to --mechanism blr"),
     (["--alpha", "0.1"], "--alpha do(es) not apply to --mechanism mwem"),
+    (["--mechanism", "pmw", "--selection", "adaptive"], "--selection does not apply to --mechanism pmw"),
+    (["--selection", "adaptive", "--rounds", "3"], "--rounds apply to --selection classic"),
+    (["--selection", "adaptive", "--average"], "--average apply to --selection classic"),
     (["--count-epsilon", "2"], "must be less than --epsilon"),
     (["-o", "x.parquet"], "Parquet output needs pyarrow"),
 ])
@@ -173,6 +176,19 @@ def test_bad_options_are_refused_before_any_work(files, extra, message):
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert message in result.stderr
     assert not (files / "out.csv").exists()
+
+
+@pytest.mark.parametrize("selection, rows, said", [
+    ("adaptive", "6000", "adaptive: one-way marginals first"),
+    ("classic", "6000", "every one, so no selection"),
+    ("auto", "6000", "classic rounds: each of the workload's 3 marginals"),
+    ("auto", "5", "adaptive rounds: measuring the workload's 3 marginals"),
+])
+def test_selection_is_followed_and_auto_says_what_it_chose(files, selection, rows, said):
+    result = generate(files, "--epsilon", "1", "--rows", rows, "--selection", selection, "-o", files / "out.csv")
+    assert result.exit_code == 0, result.output
+    assert said in result.stderr
+    assert len(pd.read_csv(files / "out.csv")) == int(rows)
 
 
 def test_help_has_examples():

@@ -118,15 +118,23 @@ def test_mwem_measuring_every_candidate_splits_the_budget_over_those_that_fit():
     measured = [tuple(entry["marginal"]) for entry in result.measurements]
     assert measured == [("a", "b"), ("a", "c"), ("a", "d")]  # in workload order, each beside the ones before
     assert result.parameters["rounds"] == 3 and result.parameters["epsilon_select"] == 0
-    assert result.notes == ["measured 3 of the 10 marginals: the others would grow the model past its cap of 300 "
+    assert result.notes[1:] == ["measured 3 of the 10 marginals: the others would grow the model past its cap of 300 "
                             "cells (--max-model-cells); they are answered from the model"]
     assert result.accountant.spent().epsilon == pytest.approx(2.0)
 
 
 def test_mwem_refuses_a_workload_of_which_nothing_fits():
+    """Classic rounds measure workload marginals only, so none fitting is a refusal; adaptive
+    rounds measure the marginals below them that fit, and say what the model cannot hold."""
     with pytest.raises(ModelSizeError, match="no marginal of the workload fits a factored model of at most 300"):
         mwem(chained_codes(1000, 1), WIDE, Workload.marginals(WIDE, 3), 1.0, rows=1000, rng=1,
-             representation="factored", max_model_cells=300)
+             representation="factored", max_model_cells=300, selection="classic")
+    workload = Workload.marginals(WIDE, 3)
+    adaptive = mwem(chained_codes(1000, 1), WIDE, workload, 1.0, rows=1000, rng=1, representation="factored",
+                    max_model_cells=300, selection="adaptive")
+    assert adaptive.distribution.cells <= 300
+    assert any(f"of the workload's {len(workload.subsets)} marginals would grow the model past its cap of 300" in note
+               for note in adaptive.notes)
 
 
 def test_mwem_factored_matches_dense_error():

@@ -100,7 +100,7 @@ def test_create_checks_delta_rows_and_options():
         synth.Synthesizer.create("pmw", epsilon=1.0, delta=1)
     with pytest.raises(TypeError, match=r"rows \(2.5\) must be an integer"):
         synth.Synthesizer.create("mwem", epsilon=1.0, rows=2.5)
-    with pytest.raises(TypeError, match="'roundz' is not an option of mwem; its options are: rounds"):
+    with pytest.raises(TypeError, match="'roundz' is not an option of mwem; its options are: selection, rounds"):
         synth.Synthesizer.create("mwem", epsilon=1.0, roundz=3)
     with pytest.raises(TypeError, match="'net' is not an option of pmw"):
         synth.Synthesizer.create("pmw", epsilon=1.0, net="sampled")
