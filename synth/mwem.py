@@ -24,6 +24,12 @@ further would fit the noise (on adult the error rises again past that point). Wh
 left workload marginals unmeasured, the fit runs to convergence instead. The fit reads only
 the noisy measurements, so it is post-processing. T defaults to ``default_rounds``.
 
+That is classic MWEM (``selection="classic"``). ``selection="adaptive"`` runs AIM-style rounds
+instead (``synth.mwem_adaptive``: sub-marginal candidates, one-way marginals first, an annealed
+budget, rounds until it is spent), and ``"auto"`` (the default) picks adaptive where measuring
+every workload marginal would bury the median one under more than ``ADAPTIVE_RATIO`` n of noise
+(small tables), classic otherwise, and notes which and why.
+
 The release is A_T (``output="last"``) or the average of A_1..A_T (``"average"``, no final
 fit). Budget: eps_round = (epsilon - eps_count) / T (under zCDP rho_round = (rho - rho_count) /
 T, the count a discrete Gaussian with ``count_share`` of rho), split by ``select_share``; every
@@ -283,9 +289,9 @@ def _selection_mode(selection: str, rounds: int | None, measure: str, output: st
     ratio = noise_ratio(cells, n, per_cell)
     if ratio > ADAPTIVE_RATIO:
         return "adaptive", (f"adaptive rounds: measuring the workload's {measurements} marginals at an equal share "
-                            f"would add {ratio:.2g} n of expected L1 noise to each (over {ADAPTIVE_RATIO:g})")
-    return "classic", (f"classic rounds: each of the workload's {measurements} marginals measured at an equal "
-                       f"share carries {ratio:.2g} n of expected L1 noise (at most {ADAPTIVE_RATIO:g}; "
+                            f"would add {ratio:.2g} n of expected L1 noise to the median one (over {ADAPTIVE_RATIO:g})")
+    return "classic", (f"classic rounds: the median of the workload's {measurements} marginals measured at an "
+                       f"equal share carries {ratio:.2g} n of expected L1 noise (at most {ADAPTIVE_RATIO:g}; "
                        "--selection adaptive to override)")
 
 

@@ -181,7 +181,7 @@ def test_bad_options_are_refused_before_any_work(files, extra, message):
 @pytest.mark.parametrize("selection, rows, said", [
     ("adaptive", "6000", "adaptive: one-way marginals first"),
     ("classic", "6000", "every one, so no selection"),
-    ("auto", "6000", "classic rounds: each of the workload's 3 marginals"),
+    ("auto", "6000", "classic rounds: the median of the workload's 3 marginals"),
     ("auto", "5", "adaptive rounds: measuring the workload's 3 marginals"),
 ])
 def test_selection_is_followed_and_auto_says_what_it_chose(files, selection, rows, said):
