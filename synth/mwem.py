@@ -143,6 +143,8 @@ def mwem(
                                     or select_share is not None):
         raise ValueError("rounds, measure='query', output='average' and select_share apply to selection='classic' "
                          "(adaptive rounds follow from the budget)")
+    if selection == "adaptive" and not any(workload.subsets):
+        raise ValueError("adaptive rounds need a workload with a marginal on at least one column")
     if measure not in ("marginal", "query"):
         raise ValueError(f"measure ({measure!r}) must be 'marginal' or 'query'")
     if output not in ("last", "average"):
@@ -278,7 +280,8 @@ def _selection_mode(selection: str, rounds: int | None, measure: str, output: st
     reads the row count (public, or the noisy count already released), never the data."""
     if selection != "auto":
         return selection, ""
-    if rounds is not None or measure != "marginal" or output != "last" or select_share is not None:
+    if (rounds is not None or measure != "marginal" or output != "last" or select_share is not None
+            or not any(workload.subsets)):
         return "classic", ""
     subsets = workload.subsets
     measurements = min(default_rounds(workload, len(subsets)), len(subsets))

@@ -149,7 +149,7 @@ def adaptive_rounds(codes: np.ndarray, schema, workload, dist, n: float, budget:
                     accountant: Accountant, rng: np.random.Generator, passes: int,
                     progress: Callable[[float], None] | None = None) -> AdaptiveRun:
     """Run adaptive MWEM's rounds on ``dist`` (moved in place) until ``budget`` is spent."""
-    candidates = [(r, w) for r, w in closure_candidates(workload.subsets)]
+    candidates = closure_candidates(workload.subsets)
     sensitivity = max(w for _, w in candidates)
     truth: dict[tuple, np.ndarray] = {}
 
