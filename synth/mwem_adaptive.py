@@ -77,8 +77,9 @@ class AnnealingBudget:
     ``total`` is the budget of every round together (after the row count); each round starts
     at ``total / (8 d)``, ``SELECT_SHARE`` of it for selection. ``anneal`` shrinks the noise's
     scale and grows selection's epsilon by ``ANNEAL_SCALE``: its square in cost under zCDP
-    (rho ~ 1/sigma^2, epsilon^2), itself under pure epsilon. ``next_round`` gives the round's ``RoundBudget``, the whole remainder once
-    less than two rounds' worth is left. Spending never passes ``total``.
+    (rho ~ 1/sigma^2, epsilon^2), itself under pure epsilon. ``next_round`` gives the round's
+    ``RoundBudget``, the whole remainder once less than two rounds' worth is left. Spending
+    never passes ``total``.
     """
 
     total: float
@@ -97,18 +98,19 @@ class AnnealingBudget:
     def remaining(self) -> float:
         return max(0.0, self.total - self.spent)
 
-    def _budget(self, cost: float, select: bool) -> RoundBudget:
-        selecting = cost * SELECT_SHARE if select else 0.0
-        measuring = cost - selecting
+    def _spend(self, cost: float, select: bool) -> RoundBudget:
+        """A round costing ``cost`` (``SELECT_SHARE`` of it selecting, if it selects), charged."""
+        if self.spent + cost > self.total:
+            raise AssertionError("annealing budget overspent")  # pragma: no cover - guarded by next_round
+        self.spent += cost
+        share = SELECT_SHARE if select else 0.0
         if self.zcdp:
-            return RoundBudget("zCDP", math.sqrt(8 * selecting), 0.0, selecting, measuring)
-        return RoundBudget("basic", selecting, measuring)
+            return RoundBudget.zcdp(cost, share)
+        return RoundBudget("basic", cost * share, cost - cost * share)
 
     def first_measurement(self) -> RoundBudget:
         """A one-way marginal at the start: the first rounds' measurement share, no selection."""
-        budget = self._budget(self._round * (1 - SELECT_SHARE), select=False)
-        self._charge(budget)
-        return budget
+        return self._spend(self._round * (1 - SELECT_SHARE), select=False)
 
     def next_round(self) -> RoundBudget | None:
         """The next round's budget (selection and measurement), or None when all is spent."""
@@ -116,23 +118,13 @@ class AnnealingBudget:
             return None
         if self.remaining < 2 * self._round:  # the last round spends exactly what is left
             self.finished = True
-            budget = self._budget(self.remaining * LAST_ROUND_SHARE, select=True)
-        else:
-            budget = self._budget(self._round, select=True)
-        self._charge(budget)
-        return budget
+            return self._spend(self.remaining * LAST_ROUND_SHARE, select=True)
+        return self._spend(self._round, select=True)
 
     def anneal(self) -> None:
         """Shrink the noise's scale by ``ANNEAL_SCALE`` and grow selection's epsilon by as much,
         from the next round on."""
         self._round *= ANNEAL_SCALE**2 if self.zcdp else ANNEAL_SCALE
-
-    def _charge(self, budget: RoundBudget) -> None:
-        cost = (budget.rho_select + budget.rho_measure) if self.zcdp else (budget.epsilon_select
-                                                                            + budget.epsilon_measure)
-        if self.spent + cost > self.total:
-            raise AssertionError("annealing budget overspent")  # pragma: no cover - guarded above
-        self.spent += cost
 
 
 @dataclass

@@ -41,6 +41,12 @@ class RoundBudget:
     rho_select: float = 0.0
     rho_measure: float = 0.0
 
+    @classmethod
+    def zcdp(cls, rho: float, select_share: float) -> RoundBudget:
+        """A round of ``rho`` under zCDP: ``select_share`` of it selects (the exponential
+        mechanism with epsilon = sqrt(8 rho_select), being epsilon-bounded-range), the rest measures."""
+        return cls("zCDP", math.sqrt(8 * rho * select_share), 0.0, rho * select_share, rho * (1 - select_share))
+
     @property
     def noise(self) -> str:
         return "discrete Gaussian" if self.rho_measure else "discrete Laplace"
@@ -114,7 +120,7 @@ def _plan_zcdp(epsilon: float, delta: float, epsilon_count: float, rounds: int, 
                          "give n (--rows) or a smaller --count-epsilon")
     per_round = rho / rounds
     for _ in range(1000):  # shrink by a hair until the whole plan fits a fresh accountant
-        budget = RoundBudget("zCDP", math.sqrt(8 * per_round * share), 0.0, per_round * share, per_round * (1 - share))
+        budget = RoundBudget.zcdp(per_round, share)
         if _fits(epsilon, delta, epsilon_count, rho_count, rounds, budget):
             return budget
         per_round *= 1 - 1e-6
