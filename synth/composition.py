@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -51,6 +52,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     return min(1.0, math.exp(_log_delta(alpha, rho, epsilon)))
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function, asked the same question by every accountant and plan
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """The smallest epsilon (to 1e-12, rounded up) with rho-zCDP => (epsilon, delta)-DP."""
     if not 0 < delta < 1:
@@ -70,6 +72,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     return high
 
 
+@functools.lru_cache(maxsize=4096)  # 60 optimizations a call; the same budgets come back in every run
 def zcdp_rho_limit(epsilon: float, delta: float) -> float:
     """The largest rho (to 1e-15 relative, rounded down) with rho-zCDP => (epsilon, delta)-DP.
 
