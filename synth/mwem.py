@@ -49,7 +49,7 @@ from .distribution import make_distribution
 from .errors import SynthError
 from .fit import FIT_TOLERANCE, expected_noise
 from .mechanisms import mean_abs_noise
-from .mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, noise_ratio
+from .mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
 from .mwem_budget import count_rho, plan_rounds, rounds_total
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
@@ -303,8 +303,10 @@ def _adaptive(codes, schema, workload, dist, n, count, accountant, generator, pa
     """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence."""
     delta = accountant.budget.delta
     total = rounds_total(accountant.budget.epsilon, delta, count.epsilon, count.rho)
-    columns = len({c for s in workload.subsets for c in s})
-    budget = AnnealingBudget(total, delta > 0, columns)
+    columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
+    sizes = dict(zip(schema.names, schema.shape))
+    first = first_round_budget(total, delta > 0, [sizes[c] for c in columns], n)
+    budget = AnnealingBudget(total, delta > 0, len(columns), first)
     report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
     run = adaptive_rounds(codes, schema, workload, dist, n, budget, accountant, generator, passes, report)
     fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,
@@ -317,7 +319,8 @@ def _adaptive(codes, schema, workload, dist, n, count, accountant, generator, pa
                   "select_share": SELECT_SHARE, "passes": passes, "final_passes": final_passes, **fit,
                   "output": "last", "composition": "zCDP" if delta > 0 else "basic",
                   "noise": "discrete Gaussian" if delta > 0 else "discrete Laplace",
-                  "budget_total": total, "epsilon_count": count.epsilon, "rho_count": count.rho}
+                  "budget_total": total, "first_round_budget": budget.first_round, "epsilon_count": count.epsilon,
+                  "rho_count": count.rho}
     notes = [why] if why else []
     unheld = [s for s in workload.subsets if not dist.fits(s)]
     if unheld:

@@ -9,9 +9,11 @@
 - **Selection** by the exponential mechanism on w_r (||n A_r - x_r||_1 - E|noise| |r|), the
   error of the current estimate less what measuring would add (sensitivity max w_r).
 - **Budget annealing** (``AnnealingBudget``): rounds start at 1/(8 d) of the budget each
-  (d columns), and a round's budget grows (noise scale / sqrt 1.5, selection's epsilon x sqrt 1.5) whenever
-  the last measurement moved the estimate less than its own expected noise: the estimate
-  already knew what that budget could tell. When less than two rounds' worth is left, the
+  (d columns), more (up to 1/(2 d)) when n is so small that the one-way marginals would
+  otherwise carry over 5% of n in noise (``first_round_budget``), and a round's budget
+  grows (noise scale / sqrt 1.5, selection's epsilon x sqrt 1.5) whenever the last
+  measurement moved the estimate less than its own expected noise: the estimate already
+  knew what that budget could tell. When less than two rounds' worth is left, the
   last round spends exactly what remains. So the number of rounds follows from the budget.
 
 Measurements are discrete Gaussian under rho-zCDP (``delta`` > 0) or discrete Laplace under
@@ -28,14 +30,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .accounting import Accountant
+from .mechanisms import mean_abs_noise
 from .mwem_budget import RoundBudget
 from .tables import marginal
 
-__all__ = ["ADAPTIVE_RATIO", "ANNEAL_SCALE", "AnnealingBudget", "closure_candidates", "adaptive_rounds", "noise_ratio",
-           "ROUNDS_PER_COLUMN"]
+__all__ = ["ADAPTIVE_RATIO", "ANNEAL_SCALE", "AnnealingBudget", "closure_candidates", "adaptive_rounds",
+           "first_round_budget", "noise_ratio", "ROUNDS_PER_COLUMN"]
 
-#: Rounds start at 1/(8 d) of the budget (AIM: 1/(16 d); 8 was as good at 1,300 rows and better wide).
+#: Rounds start at 1/(8 d) of the budget at least (AIM: 1/(16 d); 8 was better on 20,000 rows and wide).
 ROUNDS_PER_COLUMN = 8
+#: ... and at most 1/(2 d) when the data are few (``first_round_budget``).
+FEWEST_ROUNDS_PER_COLUMN = 2
+#: The first rounds get at least the budget that keeps the median one-way marginal's expected L1
+#: noise within this share of n: on 1,300 of adult's rows (7 columns, eps = 1) the one-ways at
+#: 1/(8 d) each carried 19% of n in noise, and starting at 1/(2 d) cut the mean L1 from 0.318 to
+#: 0.304 (20 subsamples); on 20,000 rows the rule keeps 1/(8 d) (already under 2%).
+ONE_WAY_NOISE = 0.05
 #: Annealing shrinks the noise's scale by this factor (AIM halves it): halving spent adult's budget
 #: in a few rounds (all 14 columns, 91 pairs, eps = 1: mean L1 0.149; 0.084-0.090 with sqrt(1.5)).
 ANNEAL_SCALE = math.sqrt(1.5)
@@ -70,13 +80,33 @@ def closure_candidates(subsets: Sequence[tuple[str, ...]]) -> list[tuple[tuple[s
     return [(r, float(sum(len(set(r) & set(s)) for s in subsets))) for r in ranked]
 
 
+def first_round_budget(total: float, zcdp: bool, one_way_cells: Sequence[int], n: float) -> float:
+    """The smallest round budget (``total`` is what all rounds may spend) whose measurement
+    share gives the median one-way marginal an expected L1 noise of at most ``ONE_WAY_NOISE`` n
+    (``AnnealingBudget`` clamps it). Reads the row count, public or already released, never the data."""
+    cells = float(np.median(one_way_cells))
+    target = ONE_WAY_NOISE * max(n, 1.0)
+
+    def noise(round_budget: float) -> float:
+        share = round_budget * (1 - SELECT_SHARE)
+        return cells * (mean_abs_noise(0.0, share) if zcdp else mean_abs_noise(share))
+
+    low, high = total * 1e-9, total  # noise falls as the budget grows: bisect in log scale
+    if noise(high) > target or noise(low) <= target:
+        return high if noise(high) > target else low
+    for _ in range(60):
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if noise(middle) <= target else (middle, high)
+    return high
+
+
 @dataclass
 class AnnealingBudget:
     """The per-round budget of adaptive MWEM, in rho (zCDP) or epsilon (pure), and what is left.
 
     ``total`` is the budget of every round together (after the row count); each round starts
-    at ``total / (8 d)``, ``SELECT_SHARE`` of it for selection. ``anneal`` shrinks the noise's
-    scale and grows selection's epsilon by ``ANNEAL_SCALE``: its square in cost under zCDP
+    at ``first_round`` (``first_round_budget``) kept within [total / (8 d), total / (2 d)],
+    ``SELECT_SHARE`` of it for selection. ``anneal`` shrinks the noise's scale and grows selection's epsilon by ``ANNEAL_SCALE``: its square in cost under zCDP
     (rho ~ 1/sigma^2, epsilon^2), itself under pure epsilon. ``next_round`` gives the round's
     ``RoundBudget``, the whole remainder once less than two rounds' worth is left. Spending
     never passes ``total``.
@@ -85,6 +115,7 @@ class AnnealingBudget:
     total: float
     zcdp: bool
     columns: int
+    first_round: float | None = None  # asked: None is total / (8 d); kept clamped to [total / (8 d), total / (2 d)]
     spent: float = 0.0
     finished: bool = False
     _round: float = field(init=False)
@@ -92,7 +123,10 @@ class AnnealingBudget:
     def __post_init__(self):
         if not self.total > 0 or self.columns < 1:
             raise ValueError("an annealing budget needs a positive total and at least one column")
-        self._round = self.total / (ROUNDS_PER_COLUMN * self.columns)
+        low = self.total / (ROUNDS_PER_COLUMN * self.columns)
+        high = self.total / (FEWEST_ROUNDS_PER_COLUMN * self.columns)
+        self._round = low if self.first_round is None else min(high, max(low, self.first_round))
+        self.first_round = self._round
 
     @property
     def remaining(self) -> float:

@@ -10,7 +10,8 @@ import pytest
 
 from synth.accounting import Accountant
 from synth.mwem import mwem
-from synth.mwem_adaptive import AnnealingBudget, closure_candidates
+from synth.mechanisms import mean_abs_noise
+from synth.mwem_adaptive import ONE_WAY_NOISE, SELECT_SHARE, AnnealingBudget, closure_candidates, first_round_budget
 from synth.mwem_budget import count_rho, rounds_total
 from synth.schema import Coded, Schema
 from synth.tables import marginal
@@ -57,7 +58,8 @@ def test_annealing_never_overspends_and_the_last_round_spends_the_rest(seed):
     else:
         accountant.spend(epsilon_count)
     total = rounds_total(epsilon, delta, epsilon_count, rho_count)
-    budget = AnnealingBudget(total, delta > 0, columns)
+    first = None if rng.random() < 0.3 else float(total * 10 ** rng.uniform(-4, 1))  # any first round asked for
+    budget = AnnealingBudget(total, delta > 0, columns, first)
     given = run_schedule(budget, rng, columns)
     for round_budget in given:
         if delta:
@@ -85,6 +87,31 @@ def test_annealing_grows_the_round_budget():
     first = pure.next_round()
     pure.anneal()
     assert pure.next_round().epsilon_measure == pytest.approx(math.sqrt(1.5) * first.epsilon_measure)
+
+
+@pytest.mark.parametrize("zcdp", [True, False])
+@pytest.mark.parametrize("n", [30, 1300, 20_000, 10**7])
+def test_first_round_keeps_the_one_way_noise_within_its_share_of_n(zcdp, n):
+    """The first round's budget is the least whose measurement share gives the median one-way
+    marginal (here of 5 cells) an expected L1 noise of ONE_WAY_NOISE n; AnnealingBudget keeps
+    it between total / (8 d) and total / (2 d)."""
+    total, cells, columns = 0.05, [2, 5, 9], 7
+
+    def noise(round_budget):
+        share = round_budget * (1 - SELECT_SHARE)
+        return 5 * (mean_abs_noise(0.0, share) if zcdp else mean_abs_noise(share))
+
+    first = first_round_budget(total, zcdp, cells, n)
+    if first == total:  # not even the whole budget would do
+        assert noise(total) > ONE_WAY_NOISE * n
+    elif first == total * 1e-9:  # a billionth of it does (the search's floor)
+        assert noise(first) <= ONE_WAY_NOISE * n
+    else:
+        assert noise(first) <= ONE_WAY_NOISE * n < noise(first * (1 - 1e-6))
+    measured = AnnealingBudget(total, zcdp, columns, first).first_measurement()
+    share = measured.rho_measure if zcdp else measured.epsilon_measure
+    expected = min(total / (2 * columns), max(total / (8 * columns), first)) * (1 - SELECT_SHARE)
+    assert share == pytest.approx(expected)
 
 
 SCHEMA = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 3), Coded("d", 2)))
