@@ -106,8 +106,9 @@ class AnnealingBudget:
 
     ``total`` is the budget of every round together (after the row count); each round starts
     at ``first_round`` (``first_round_budget``) kept within [total / (8 d), total / (2 d)],
-    ``SELECT_SHARE`` of it for selection. ``anneal`` shrinks the noise's scale and grows selection's epsilon by ``ANNEAL_SCALE``: its square in cost under zCDP
-    (rho ~ 1/sigma^2, epsilon^2), itself under pure epsilon. ``next_round`` gives the round's
+    ``SELECT_SHARE`` of it for selection. ``anneal`` shrinks the noise's scale and grows
+    selection's epsilon by ``ANNEAL_SCALE``: its square in cost under zCDP (rho ~ 1/sigma^2,
+    epsilon^2), itself under pure epsilon. ``next_round`` gives the round's
     ``RoundBudget``, the whole remainder once less than two rounds' worth is left. Spending
     never passes ``total``.
     """
