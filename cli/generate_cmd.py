@@ -164,10 +164,10 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
                          select_share, passes, updates, alpha, variant, representation)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
-    from synth.data import read
+    from synth.data import scan
 
-    with progress(f"reading {data}", quiet) as update:
-        encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
+    with progress(f"reading {data}", quiet) as update:  # one pass: the tables the engine may ask for, and n
+        counts = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
     options = {"delta": delta, "rows": public_rows, "selection": selection, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
@@ -175,7 +175,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
                "seed": seed, "variant": variant, "test": test_kind, **storage}
     fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
-        model, accountant, lines = fit(encoded.codes, selected, queries, epsilon, options, share, update)
+        model, accountant, lines = fit(counts, selected, queries, epsilon, options, share, update)
     import numpy as np
 
     from synth._io import output_group
@@ -330,10 +330,10 @@ def _count_share(count_epsilon, epsilon) -> float:
     return count_epsilon / epsilon
 
 
-def _fit_mwem(codes, schema, queries, epsilon, options, share, update):
+def _fit_mwem(counts, schema, queries, epsilon, options, share, update):
     from synth.mwem import DEFAULT_PASSES, mwem
 
-    result = mwem(codes, schema, queries, epsilon, delta=options["delta"], selection=options["selection"],
+    result = mwem(counts, schema, queries, epsilon, delta=options["delta"], selection=options["selection"],
                   rounds=options["rounds"],
                   measure=options["measure"],
                   select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,
@@ -361,12 +361,12 @@ def describe_representation(representation: str, model_cells: int, universe: int
     return f"distribution: factored, {model_cells:,} cells in its junction tree's cliques (universe: {universe:,} cells)"
 
 
-def _fit_blr(codes, schema, queries, epsilon, options, share, update):
+def _fit_blr(counts, schema, queries, epsilon, options, share, update):
     if options["net"] == "sampled" and options["prior"] != "uniform":
-        return _fit_blr_prior(codes, schema, queries, epsilon, options, share, update)
+        return _fit_blr_prior(counts, schema, queries, epsilon, options, share, update)
     from synth.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
 
-    result = blr(codes, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
+    result = blr(counts, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
                  alpha=options["alpha"], candidates=options["candidates"] or DEFAULT_CANDIDATES,
                  beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
                  max_net=options["max_net"] or DEFAULT_MAX_NET, progress=update)
@@ -380,7 +380,7 @@ def _fit_blr(codes, schema, queries, epsilon, options, share, update):
     return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
 
 
-def _fit_blr_prior(codes, schema, queries, epsilon, options, share, update):
+def _fit_blr_prior(counts, schema, queries, epsilon, options, share, update):
     """BLR over a released model's net: MWEM's or PMW's, run here, or a model file's."""
     from synth.blr_prior import blr_prior
 
@@ -389,7 +389,7 @@ def _fit_blr_prior(codes, schema, queries, epsilon, options, share, update):
         from synth.model import Model
 
         prior = Model.load(source)
-    result = blr_prior(codes, schema, queries, epsilon, prior=prior, prior_share=options["prior_share"],
+    result = blr_prior(counts, schema, queries, epsilon, prior=prior, prior_share=options["prior_share"],
                        prior_source=source, net_size=options["net_size"], candidates=options["candidates"],
                        beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
                        progress=update)
@@ -433,10 +433,10 @@ def _blr_bounds(p, exact_run: bool) -> list[str]:
     return lines
 
 
-def _fit_pmw(codes, schema, queries, epsilon, options, share, update):
+def _fit_pmw(counts, schema, queries, epsilon, options, share, update):
     from synth.pmw import run_pmw
 
-    run = run_pmw(codes, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
+    run = run_pmw(counts, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
                   rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
                   alpha=options["alpha"], progress=update, variant=options["variant"], test=options["test"],
                   representation=options["representation"], max_model_cells=options["max_model_cells"])

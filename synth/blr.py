@@ -48,7 +48,8 @@ from .mechanisms import StreamingExponential
 from .rng import kernel_state, make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
+from .counts import Data, data_marginal, data_rows
+from .tables import DEFAULT_MAX_CELLS, _check_cells
 from .validation import check_budget_epsilon, check_positive_int, check_probability, check_real, normalized_prior
 from .workload import Workload
 
@@ -325,7 +326,7 @@ class _QueryCounts:
 
 
 def blr(
-    codes: np.ndarray,
+    data: Data,
     schema: Schema,
     workload: Workload,
     epsilon: float,
@@ -379,14 +380,14 @@ def blr(
     # Split off the candidates' generator before anything reads the data: the range stays public.
     candidate_rng = np.random.default_rng(generator.integers(0, 2**63 - 1, size=4))
     accountant = Accountant(epsilon)
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share)
     eps_select = subtract_epsilon(epsilon, count.epsilon)
-    return _release(codes, schema, workload, accountant, count, eps_select, net=net, net_size=net_size, alpha=alpha,
+    return _release(data, schema, workload, accountant, count, eps_select, net=net, net_size=net_size, alpha=alpha,
                     candidates=candidates, beta=beta, prior=prior, candidate_rng=candidate_rng, generator=generator,
                     max_net=max_net, progress=progress)
 
 
-def _release(codes, schema, workload, accountant, count, eps_select, *, net, net_size, alpha, candidates, beta,
+def _release(data, schema, workload, accountant, count, eps_select, *, net, net_size, alpha, candidates, beta,
              prior, candidate_rng, generator, max_net=DEFAULT_MAX_NET, draw="iid", progress=None) -> BLRResult:
     """Choose m, score the net with ``eps_select`` on ``accountant`` and build the result.
 
@@ -409,7 +410,7 @@ def _release(codes, schema, workload, accountant, count, eps_select, *, net, net
     else:
         m = sampled_net_size(n_queries, count.rows, beta)
     query_counts = _QueryCounts(schema, workload)
-    true_counts = workload.answer({s: marginal(codes, schema, s) for s in workload.subsets}).astype(np.int64)
+    true_counts = workload.answer({s: data_marginal(data, schema, s) for s in workload.subsets}).astype(np.int64)
     if net == "exact":
         chosen, scored = _sample_exact(query_counts, true_counts, count.rows, m, eps_select, max_net, generator,
                                        accountant, progress)

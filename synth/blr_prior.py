@@ -37,6 +37,7 @@ from .errors import SynthError
 from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
+from .counts import Data, data_rows
 from .tables import DEFAULT_MAX_CELLS, _check_cells
 from .validation import check_budget_epsilon, check_positive_int, check_probability, check_real
 from .workload import Workload
@@ -117,7 +118,7 @@ def check_prior_model(model, schema: Schema, source: str = "the prior model") ->
 
 
 def blr_prior(
-    codes: np.ndarray,
+    data: Data,
     schema: Schema,
     workload: Workload,
     epsilon: float,
@@ -181,7 +182,7 @@ def blr_prior(
     candidate_rng = np.random.default_rng(generator.integers(0, 2**63 - 1, size=4))
     engine_rng = np.random.default_rng(generator.integers(0, 2**63 - 1, size=4))
     accountant = Accountant(epsilon)
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share)
     halves = _Halves(progress, engine is not None) if progress is not None else None
     if engine is None:
         distribution = prior.distribution
@@ -193,7 +194,7 @@ def blr_prior(
         eps_engine = prior_share * subtract_epsilon(epsilon, count.epsilon)
         accountant.check(eps_engine, mechanism=engine, note=f"prior {engine}")
         distribution, engine_accountant, parameters, engine_log = _run_engine(
-            engine, codes, schema, workload, eps_engine, beta, count.rows, engine_rng, max_cells,
+            engine, data, schema, workload, eps_engine, beta, count.rows, engine_rng, max_cells,
             halves and halves.first)
         for charge in engine_accountant.ledger():  # the engine ran under its share: record it on the run's budget
             accountant.spend(charge.epsilon, charge.delta, rho=charge.rho, mechanism=charge.mechanism,
@@ -209,7 +210,7 @@ def blr_prior(
                          "--prior-share")
     m = net_size if net_size is not None else prior_net_size(count.rows)
     k = candidates if candidates is not None else prior_candidates(m, len(workload.subsets))
-    result = _release(codes, schema, workload, accountant, count, eps_select, net="sampled", net_size=m, alpha=None,
+    result = _release(data, schema, workload, accountant, count, eps_select, net="sampled", net_size=m, alpha=None,
                       candidates=k, beta=beta, prior=distribution, candidate_rng=candidate_rng, generator=generator,
                       draw="systematic", progress=halves and halves.second)
     result.parameters["prior"] = record
@@ -217,17 +218,17 @@ def blr_prior(
     return result
 
 
-def _run_engine(engine, codes, schema, workload, epsilon, beta, rows, rng, max_cells, progress):
+def _run_engine(engine, data, schema, workload, epsilon, beta, rows, rng, max_cells, progress):
     """The prior engine's released distribution, accountant, parameters and round log."""
     if engine == "mwem":
         from .mwem import mwem
 
-        result = mwem(codes, schema, workload, epsilon, rows=rows, rng=rng, max_cells=max_cells, progress=progress)
+        result = mwem(data, schema, workload, epsilon, rows=rows, rng=rng, max_cells=max_cells, progress=progress)
         model = result.to_model(schema)
         return result.distribution, result.accountant, model.parameters, model.round_log
     from .pmw import run_pmw
 
-    run = run_pmw(codes, schema, workload, epsilon, 0.0, beta, rows=rows, rng=rng, progress=progress)
+    run = run_pmw(data, schema, workload, epsilon, 0.0, beta, rows=rows, rng=rng, progress=progress)
     model = run.pmw.to_model()
     return model.distribution, run.accountant, model.parameters, model.round_log
 

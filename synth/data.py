@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, locate
-from .tables import DEFAULT_MAX_CELLS, _check_cells, add_counts
+from .counts import Counts, count_codes, plan_scan
+from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
-__all__ = ["BAD_ROWS", "Encoded", "ScanResult", "check_bad_rows", "code_dtype", "encode", "iter_encoded", "read", "scan",
+__all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "iter_encoded", "read", "scan",
            "decode"]
 
 #: Rows per chunk when streaming a CSV.
@@ -60,16 +61,6 @@ class Encoded:
     @property
     def n_rows(self) -> int:
         return int(self.codes.shape[0])
-
-
-@dataclass
-class ScanResult:
-    """What one streaming pass produced: row count, marginal tables and clip counts."""
-
-    n_rows: int
-    tables: dict[tuple[str, ...], np.ndarray]
-    clipped: dict[str, int]
-    dropped: int = 0
 
 
 def code_dtype(schema: Schema) -> np.dtype:
@@ -431,35 +422,21 @@ def scan(
     max_cells: int = DEFAULT_MAX_CELLS,
     progress: Progress | None = None,
     bad_rows: str = "error",
-) -> ScanResult:
-    """One streaming pass: the row count and the marginal table of each column subset.
+) -> Counts:
+    """One streaming pass: the row count and the marginal table of each column subset
+    (``Counts.tables``; ``Counts.marginal`` gives any table below them), in memory that does
+    not grow with n (``synth.counts.plan_scan``).
 
-    ``bad_rows`` as in ``read``; ``ScanResult.dropped`` counts dropped rows.
+    ``bad_rows`` as in ``read``; ``Counts.dropped`` counts dropped rows.
     """
-    selected = schema.select(columns)
-    subsets = [tuple(s) for s in subsets]
-    flat: dict[tuple[str, ...], np.ndarray] = {}
-    positions = {}
-    for subset in subsets:
-        shape = [selected[name].size for name in subset]
-        cells = int(np.prod(shape, dtype=object)) if shape else 1
-        _check_cells(cells, f"the marginal over {list(subset)}", max_cells)
-        flat[subset] = np.zeros(cells, dtype=np.int64)
-        positions[subset] = np.array([selected.index(name) for name in subset], dtype=np.int64)
-    n_rows = dropped = 0
-    clipped: dict[str, int] = {}
+    plan = plan_scan(schema.select(columns), subsets, max_cells=max_cells)
+    counts = Counts(plan)
     for chunk in iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
                               bad_rows=bad_rows):
-        n_rows += chunk.n_rows
-        dropped += chunk.dropped
-        for name, count in chunk.clipped.items():
-            clipped[name] = clipped.get(name, 0) + count
-        for subset in subsets:
-            add_counts(chunk.codes, selected, positions[subset], flat[subset])
-    tables = {s: flat[s].reshape([selected[n].size for n in s]) for s in subsets}
-    if n_rows == 0:
+        counts.add(chunk.n_rows, count_codes(chunk.codes, plan), chunk.clipped, chunk.dropped)
+    if counts.n_rows == 0:
         raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
-    return ScanResult(n_rows, tables, clipped, dropped)
+    return counts
 
 
 # -- decoding -------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ from .rng import make_rng
 from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
-from .tables import DEFAULT_MAX_CELLS, marginal
+from .counts import Data, data_marginal, data_rows
+from .tables import DEFAULT_MAX_CELLS
 from .validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 from .workload import Workload
 
@@ -95,7 +96,7 @@ class MWEMResult:
 
 
 def mwem(
-    codes: np.ndarray,
+    data: Data,
     schema: Schema,
     workload: Workload,
     epsilon: float,
@@ -117,9 +118,9 @@ def mwem(
     max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     progress=None,
 ) -> MWEMResult:
-    """Run MWEM on the encoded rows ``codes`` for ``workload``: epsilon-DP in total, or with
-    ``delta`` > 0 (epsilon, delta)-DP through rho-zCDP with discrete Gaussian measurements
-    (``synth.mwem_budget``).
+    """Run MWEM on ``data`` (the encoded rows, or a planned scan's ``synth.counts.Counts``)
+    for ``workload``: epsilon-DP in total, or with ``delta`` > 0 (epsilon, delta)-DP through
+    rho-zCDP with discrete Gaussian measurements (``synth.mwem_budget``).
 
     ``select_share=None`` spends ``DEFAULT_SELECT_SHARE`` of each round on selection, or
     nothing when the rounds measure every candidate anyway (selection could only change
@@ -155,13 +156,13 @@ def mwem(
                              max_cells=max_cells, max_model_cells=max_model_cells)
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share,
+    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share,
                       rho=count_rho(epsilon, delta, count_share) if delta > 0 else None)
     n, count_epsilon = float(count.rows), count.epsilon
     mode, why = _selection_mode(selection, rounds, measure, output, select_share, schema, workload, n, epsilon,
                                 delta, count)
     if mode == "adaptive":
-        return _adaptive(codes, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
+        return _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
                          progress, why)
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     subset_of = (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
@@ -186,7 +187,7 @@ def mwem(
         present = set(candidates)
         candidates = list(candidates) + [(c,) for c in schema.names
                                          if (c,) not in present and any(c in s for s in workload.subsets)]
-    true_tables = {s: marginal(codes, schema, s) for s in (candidates if measure == "marginal" else workload.subsets)}
+    true_tables = {s: data_marginal(data, schema, s) for s in (candidates if measure == "marginal" else workload.subsets)}
     # AIM's selection rule: a candidate's score is its error less the noise measuring it would
     # add (data-independent, so the score's sensitivity stays 1).
     noise_per_cell = budget.mean_abs_noise
@@ -298,7 +299,7 @@ def _selection_mode(selection: str, rounds: int | None, measure: str, output: st
                        "--selection adaptive to override)")
 
 
-def _adaptive(codes, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
+def _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
               progress, why: str) -> MWEMResult:
     """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence."""
     delta = accountant.budget.delta
@@ -308,7 +309,7 @@ def _adaptive(codes, schema, workload, dist, n, count, accountant, generator, pa
     first = first_round_budget(total, delta > 0, [sizes[c] for c in columns], n)
     budget = AnnealingBudget(total, delta > 0, len(columns), first)
     report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
-    run = adaptive_rounds(codes, schema, workload, dist, n, budget, accountant, generator, passes, report)
+    run = adaptive_rounds(data, schema, workload, dist, n, budget, accountant, generator, passes, report)
     fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,
                      lambda done: progress(0, min(1.0, 0.5 + 0.5 * done / final_passes)) if progress else None)
     if progress is not None:

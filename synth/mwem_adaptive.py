@@ -32,7 +32,7 @@ import numpy as np
 from .accounting import Accountant
 from .mechanisms import mean_abs_noise
 from .mwem_budget import RoundBudget
-from .tables import marginal
+from .counts import Data, data_marginal
 
 __all__ = ["ADAPTIVE_RATIO", "ANNEAL_SCALE", "AnnealingBudget", "closure_candidates", "adaptive_rounds",
            "first_round_budget", "noise_ratio", "ROUNDS_PER_COLUMN"]
@@ -172,7 +172,7 @@ class AdaptiveRun:
     annealed: int = 0
 
 
-def adaptive_rounds(codes: np.ndarray, schema, workload, dist, n: float, budget: AnnealingBudget,
+def adaptive_rounds(data: Data, schema, workload, dist, n: float, budget: AnnealingBudget,
                     accountant: Accountant, rng: np.random.Generator, passes: int,
                     progress: Callable[[float], None] | None = None) -> AdaptiveRun:
     """Run adaptive MWEM's rounds on ``dist`` (moved in place) until ``budget`` is spent."""
@@ -182,7 +182,7 @@ def adaptive_rounds(codes: np.ndarray, schema, workload, dist, n: float, budget:
 
     def true_table(subset):
         if subset not in truth:
-            truth[subset] = marginal(codes, schema, subset)
+            truth[subset] = data_marginal(data, schema, subset)
         return truth[subset]
 
     run = AdaptiveRun()

@@ -35,7 +35,8 @@ from .schema import Schema
 from .distribution import as_distribution, choose_representation, make_distribution
 from .errors import SynthError
 from .factored import DEFAULT_MAX_MODEL_CELLS
-from .tables import DEFAULT_MAX_CELLS, marginal
+from .counts import Counts, Data, data_marginal, data_rows
+from .tables import DEFAULT_MAX_CELLS
 from .validation import check_budget_epsilon
 from .workload import Query, Workload, parse_query
 
@@ -93,11 +94,11 @@ class StoredDistribution:
 
 
 class PMW(StoredDistribution):
-    """The PMW state and its answering loop, over the encoded private rows ``codes``."""
+    """The PMW state and its answering loop, over ``data``: the encoded private rows, or a planned scan's counts."""
 
     def __init__(
         self,
-        codes: np.ndarray,
+        data: Data,
         schema: Schema,
         plan: PMWPlan,
         rng: np.random.Generator | int | None = None,
@@ -118,7 +119,7 @@ class PMW(StoredDistribution):
             raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
         self.schema = schema
         self.plan = plan
-        self._codes = np.ascontiguousarray(codes)
+        self._data = data if isinstance(data, Counts) else np.ascontiguousarray(data)
         self._rng = make_rng(rng)
         self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
         self.monitor = monitor
@@ -146,7 +147,7 @@ class PMW(StoredDistribution):
     def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
         table = self._data_tables.get(subset)
         if table is None:
-            table = marginal(self._codes, self.schema, subset)
+            table = data_marginal(self._data, self.schema, subset)
             self._data_tables[subset] = table
         return table
 
@@ -253,7 +254,7 @@ class OpenPMW:
 
 
 def open_pmw(
-    codes: np.ndarray,
+    data: Data,
     schema: Schema,
     epsilon: float,
     delta: float = 0.0,
@@ -300,7 +301,7 @@ def open_pmw(
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
     notes: list[str] = []
-    count = row_count(codes.shape[0], rows if rows is not None else schema.rows, accountant, generator, count_share)
+    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share)
     if not count.public:
         notes.append(count.describe())
     n, count_epsilon = count.rows, count.epsilon
@@ -319,20 +320,20 @@ def open_pmw(
         if monitor:
             from .monitor import PracticalMonitor
 
-            watcher = PracticalMonitor(marginal(codes, schema, None), plan.threshold, plan.updates)
-        pmw = PracticalPMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
+            watcher = PracticalMonitor(data_marginal(data, schema, None), plan.threshold, plan.updates)
+        pmw = PracticalPMW(data, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
     else:
         if queries is None:
             raise ValueError("the theory variant plans from the number of queries: give queries=")
         plan = plan_pmw(epsilon, delta, n, schema.universe_size, queries, beta,
                         rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
-        watcher = KLMonitor(marginal(codes, schema, None), plan.threshold, plan.updates) if monitor else None
-        pmw = PMW(codes, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
+        watcher = KLMonitor(data_marginal(data, schema, None), plan.threshold, plan.updates) if monitor else None
+        pmw = PMW(data, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
     return OpenPMW(pmw, plan, accountant, watcher, notes)
 
 
 def run_pmw(
-    codes: np.ndarray,
+    data: Data,
     schema: Schema,
     workload: Workload,
     epsilon: float,
@@ -365,7 +366,7 @@ def run_pmw(
     if variant == "practical" and passes > MAX_PRACTICAL_PASSES:
         raise PlanError(f"passes ({passes:,}) must be at most {MAX_PRACTICAL_PASSES} for the practical variant: after "
                          "the first pass every subset is measured or tested, so more passes only repeat answers")
-    opened = open_pmw(codes, schema, epsilon, delta, beta, subsets=workload.subsets, queries=len(workload) * passes,
+    opened = open_pmw(data, schema, epsilon, delta, beta, subsets=workload.subsets, queries=len(workload) * passes,
                       rows=rows, rng=rng, count_share=count_share, updates=updates, alpha=alpha, monitor=monitor,
                       prior=prior, variant=variant, test=test, test_share=test_share, warm=warm,
                       representation=representation, max_model_cells=max_model_cells)

@@ -55,7 +55,8 @@ from .pmw import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from .pmw_plan import MAX_UPDATES
 from .rng import make_rng
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, marginal
+from .counts import Counts, Data, data_marginal
+from .tables import DEFAULT_MAX_CELLS
 from .validation import check_positive_int, check_probability, check_real
 from .workload import Query, parse_query
 
@@ -303,11 +304,11 @@ class _Measurement:
 
 
 class PracticalPMW(StoredDistribution):
-    """The practical PMW state and its answering loop over the encoded private rows ``codes``."""
+    """The practical PMW state and its answering loop over ``data``: the encoded private rows, or a planned scan's counts."""
 
     def __init__(
         self,
-        codes: np.ndarray,
+        data: Data,
         schema: Schema,
         plan: PracticalPlan,
         rng: np.random.Generator | int | None = None,
@@ -329,7 +330,7 @@ class PracticalPMW(StoredDistribution):
         if plan.universe_size != schema.universe_size:
             raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
         self.schema, self.plan = schema, plan
-        self._codes = np.ascontiguousarray(codes)
+        self._data = data if isinstance(data, Counts) else np.ascontiguousarray(data)
         self._rng = make_rng(rng)
         self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
         self.monitor = monitor
@@ -368,7 +369,7 @@ class PracticalPMW(StoredDistribution):
     def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
         table = self._data_tables.get(subset)
         if table is None:
-            table = marginal(self._codes, self.schema, subset)
+            table = data_marginal(self._data, self.schema, subset)
             self._data_tables[subset] = table
         return table
 

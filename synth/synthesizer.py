@@ -37,7 +37,7 @@ __all__ = ["Synthesizer", "MECHANISMS"]
 MECHANISMS = ("mwem", "pmw", "blr")
 
 #: Engine arguments the Synthesizer sets itself (not engine options a user may pass).
-_OWN_ARGUMENTS = {"codes", "schema", "workload", "epsilon", "delta", "rows", "rng", "progress", "monitor"}
+_OWN_ARGUMENTS = {"data", "codes", "schema", "workload", "epsilon", "delta", "rows", "rng", "progress", "monitor"}
 
 
 def engine_options(mechanism: str) -> tuple[str, ...]:
@@ -106,29 +106,29 @@ class Synthesizer:
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
         queries = _workload(workload, selected)
-        from .data import check_bad_rows, read
+        from .data import check_bad_rows, scan
 
         check_bad_rows(bad_rows)
-        encoded = read(_data_source(data), full, columns=columns, bad_rows=bad_rows)
+        counts = scan(_data_source(data), full, queries.subsets, columns=columns, bad_rows=bad_rows)  # one pass
         if full.inferred:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         seeded = is_seeded(self._rng)
         if self.mechanism == "mwem":
             from .mwem import mwem
 
-            result = mwem(encoded.codes, selected, queries, self.epsilon, delta=self.delta, rows=self.rows,
+            result = mwem(counts, selected, queries, self.epsilon, delta=self.delta, rows=self.rows,
                           rng=self._rng, **self.options)
             self.model = result.to_model(selected, seeded=seeded)
         elif self.mechanism == "blr":
             from .blr import blr
 
-            result = blr(encoded.codes, selected, queries, self.epsilon, rows=self.rows, rng=self._rng,
+            result = blr(counts, selected, queries, self.epsilon, rows=self.rows, rng=self._rng,
                          **self.options)
             self.model = result.to_model(seeded=seeded)
         else:
             from .pmw import run_pmw
 
-            run = run_pmw(encoded.codes, selected, queries, self.epsilon, self.delta, rows=self.rows,
+            run = run_pmw(counts, selected, queries, self.epsilon, self.delta, rows=self.rows,
                           rng=self._rng, **self.options)
             self.model = run.pmw.to_model(seeded=seeded)
         return self
