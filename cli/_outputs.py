@@ -50,12 +50,20 @@ def check_outputs(inputs: Mapping[str, object], outputs: Mapping[str, object], f
             if source is not None and os.fspath(source) != "-" and _same_file(os.fspath(source), target):
                 raise click.BadParameter(f"{path} is also the input {name}: synth never writes over its input; "
                                          "choose another path", param_hint=option)
+            if source is not None and os.path.isdir(source) and _inside(target, os.fspath(source)):
+                raise click.BadParameter(f"{path} is inside the input folder {name} ({source}): the next read of the "
+                                         "folder would take it for data; choose a path outside it", param_hint=option)
         if target in seen:
             raise click.BadParameter(f"{path} is also the output {seen[target]}: give each output its own path",
                                      param_hint=option)
         seen[target] = option
         if os.path.exists(target) and not is_stream(target) and not force:
             raise click.BadParameter(f"{path} exists: pass --force to replace it", param_hint=option)
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = os.path.realpath(folder)
+    return os.path.commonpath([os.path.realpath(path), folder]) == folder
 
 
 def _same_file(a: str, b: str) -> bool:

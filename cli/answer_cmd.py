@@ -41,7 +41,7 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 
 
 @click.command()
-@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", required=False, type=click.Path(exists=True, dir_okay=True))
 @click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
               help="Schema JSON, or a private-pgm domain file {column: size} (not needed with --model).")
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
@@ -87,7 +87,7 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsilon, delta, beta, rows, count_epsilon, updates,
            alpha, passes, plan_only, stream, stream_queries, variant, test_kind, representation, max_model_cells,
            monitor_file, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
-    """Answer every query of a workload on DATA.csv, exactly or privately, or from a model.
+    """Answer every query of a workload on DATA, exactly or privately, or from a model.
 
     With --exact the answers are the true counts: NOT differentially private, for the data
     owner only. With --mechanism pmw they are differentially private within --epsilon

@@ -1,4 +1,4 @@
-"""``synth evaluate``: compare a release with the exact answers on DATA.csv (a NON-PRIVATE report)."""
+"""``synth evaluate``: compare a release with the exact answers on DATA (a NON-PRIVATE report)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ._common import (
 
 
 @click.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @schema_option
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON: the queries to compare.")
@@ -39,7 +39,7 @@ from ._common import (
                    "anything else is refused).")
 def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, bad_rows,
              columns, quiet, output) -> None:
-    """Compare a release with the exact answers on DATA.csv and write a report folder.
+    """Compare a release with the exact answers on DATA and write a report folder.
 
     The release is one of: a model (--model), a synthetic table (--synthetic) or an answers
     CSV (--answers). A CSV carries no privacy record: pass the model it came from with --model

@@ -1,4 +1,4 @@
-"""``synth generate``: fit a private model of DATA.csv for a workload and write a synthetic table."""
+"""``synth generate``: fit a private model of DATA for a workload and write a synthetic table."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
 
 
 @click.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @schema_option
 @click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON: the queries the synthetic table should answer well.")
@@ -116,7 +116,10 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
              rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
-    """Fit a differentially private model of DATA.csv and write a synthetic table.
+    """Fit a differentially private model of DATA and write a synthetic table.
+
+    DATA is a CSV file, a Parquet file (.parquet) or a folder of Parquet files. It is read
+    once, in chunks (memory does not grow with its rows), counting only the tables the run needs.
 
     The model answers the --workload's queries well; the synthetic table has the schema's
     columns and values (numeric columns get a value drawn inside the released bin). The whole

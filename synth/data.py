@@ -1,4 +1,4 @@
-"""Read private data (CSV or DataFrame) under a schema into integer codes, in chunks.
+"""Read private data (CSV, Parquet, DataFrame) under a schema into integer codes, in chunks.
 
 Reading is streaming: ``iter_encoded`` yields chunks of codes, and ``scan`` folds them into
 marginal tables as it goes, so memory does not grow with the number of rows. ``read``
@@ -6,6 +6,7 @@ keeps every row's codes (``n x d`` small integers) for mechanisms that need them
 
 Errors name the file, the row (numbered from 1, the header not counted), the column and the
 value. CSV cells that are empty are missing values; there is no other missing-value marker.
+In Parquet, nulls are the missing values; a folder is read file by file (errors name the file).
 """
 
 from __future__ import annotations
@@ -255,7 +256,8 @@ def iter_encoded(
     progress: Progress | None = None,
     bad_rows: str = "error",
 ) -> Iterator[Encoded]:
-    """Yield ``Encoded`` chunks of a CSV file or DataFrame, in row order.
+    """Yield ``Encoded`` chunks of a CSV file, a Parquet file or folder (``is_parquet``; only the
+    needed columns are read, batch by batch) or a DataFrame, in row order.
 
     ``progress(rows_done, fraction_done)`` is called after each chunk (fraction ``None`` when
     unknown). Raises ``DataError`` for an empty source, or for any bad value unless
@@ -267,7 +269,16 @@ def iter_encoded(
     if isinstance(source, pd.DataFrame):
         yield from _iter_frame(source, schema, columns, chunk_rows, progress, bad_rows)
         return
-    yield from _iter_csv(Path(source), schema, columns, chunk_rows, progress, bad_rows)
+    path = Path(source)
+    if is_parquet(path):
+        yield from _iter_parquet(path, schema, columns, chunk_rows, progress, bad_rows)
+        return
+    yield from _iter_csv(path, schema, columns, chunk_rows, progress, bad_rows)
+
+
+def is_parquet(path: Path) -> bool:
+    """A Parquet file (``.parquet``) or a folder (read as a Parquet dataset); else CSV."""
+    return path.is_dir() or path.suffix.lower() == ".parquet"
 
 
 def _iter_frame(frame, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
@@ -278,6 +289,55 @@ def _iter_frame(frame, schema, columns, chunk_rows, progress, bad_rows) -> Itera
         yield encode(part, schema, columns=columns, first_row=start + 1, bad_rows=bad_rows)
         if progress is not None:
             progress(start + len(part), (start + len(part)) / len(frame))
+
+
+def _parquet_dataset(path: Path):
+    """The Parquet file or folder as a ``pyarrow.dataset`` (its files' schemas unified)."""
+    try:
+        import pyarrow.dataset as ds
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    try:
+        dataset = ds.dataset(path, format="parquet", exclude_invalid_files=False)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
+        raise DataError(f"{path}: not a readable Parquet {'dataset' if path.is_dir() else 'file'}: {_first_line(exc)}") from None
+    if not dataset.files:
+        raise DataError(f"{path}: folder holds no Parquet file")
+    return dataset
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
+    """Batches of the needed columns only, file by file; errors name the file and its row."""
+    dataset = _parquet_dataset(path)
+    selected = schema.select(columns)
+    _check_header(list(dataset.schema.names), schema, selected, path)
+    total = dataset.count_rows()  # from the files' metadata
+    rows = 0
+    for fragment in dataset.get_fragments():
+        source = fragment.path if path.is_dir() else path
+        done = 0
+        try:
+            batches = fragment.to_batches(columns=list(selected.names), batch_size=chunk_rows)
+            for batch in batches:
+                frame = batch.to_pandas()
+                yield encode(frame, selected, source=source, first_row=done + 1, bad_rows=bad_rows)
+                done += len(frame)
+                rows += len(frame)
+                if progress is not None:
+                    progress(rows, rows / max(total, 1))
+        except DataError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a corrupt page, a type pyarrow cannot convert
+            raise DataError(f"{source}: cannot read Parquet near row {done + 1}: {_first_line(exc)}") from None
+    if rows == 0:
+        raise DataError(f"{path}: has columns but no data rows")
 
 
 def _read_header(path: Path) -> list[str]:

@@ -190,22 +190,13 @@ def _workload(workload, schema: Schema) -> Workload:
 
 
 def _data_source(data: object) -> pd.DataFrame | Path:
-    """A DataFrame as is, a CSV path as a path, a Parquet file read into a DataFrame."""
+    """A DataFrame as is; a path (CSV, Parquet file or folder: ``synth.data.iter_encoded``) as a Path."""
     if isinstance(data, pd.DataFrame):
         return data
     if not isinstance(data, (str, os.PathLike)):
-        raise TypeError(f"data must be a pandas DataFrame or the path of a CSV or Parquet file, "
-                        f"not {type(data).__name__}")
+        raise TypeError(f"data must be a pandas DataFrame or the path of a CSV file, a Parquet file or a folder of "
+                        f"Parquet files, not {type(data).__name__}")
     path = Path(data)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    if path.suffix.lower() != ".parquet":
-        return path
-    try:
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow), or pass a CSV") from None
-    try:
-        return pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises its own types for damaged files
-        raise DataError(f"{path}: cannot read it as Parquet ({exc})") from None
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    return path

@@ -123,7 +123,7 @@ def test_fit_reads_a_csv_path_and_refuses_other_data(frame, tmp_path):
     out = synth.Synthesizer.create("mwem", epsilon=1.0, rows=6000, rng=6).fit_sample(path, schema=SCHEMA, n_rows=20)
     assert len(out) == 20
     for data in (frame.to_numpy(), frame.values.tolist()):
-        with pytest.raises(TypeError, match="data must be a pandas DataFrame or the path of a CSV or Parquet"):
+        with pytest.raises(TypeError, match="data must be a pandas DataFrame or the path of a CSV file, a Parquet file or a folder"):
             synth.Synthesizer.create("mwem", epsilon=1.0).fit(data, schema=SCHEMA)
     with pytest.raises(SynthError, match="no such file"):
         synth.Synthesizer.create("mwem", epsilon=1.0).fit(tmp_path / "missing.csv", schema=SCHEMA)
