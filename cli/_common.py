@@ -264,6 +264,31 @@ bad_rows_option = click.option(
 )
 
 
+scheduler_option = click.option(
+    "--scheduler", metavar="ADDRESS|local", default=None,
+    help="Count the data on a Dask cluster: a dask.distributed scheduler's address (tcp://host:8786), or "
+         "'local' to start a LocalCluster here. Needs the dask extra (pip install 'synth[dask]').",
+)
+
+
+def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet):
+    """The planned scan of DATA, in process or on Dask (``--scheduler``), with progress."""
+    if scheduler is None:
+        from synth.data import scan
+
+        with progress(f"reading {data}", quiet) as update:
+            return scan(data, schema, subsets, columns=columns, progress=update, bad_rows=bad_rows)
+    from synth.dask_scan import close, connect, scan_dask
+
+    client = connect(scheduler)
+    try:
+        with progress(f"reading {data} on Dask ({scheduler})", quiet) as update:
+            return scan_dask(data, schema, subsets, columns=columns, client=client, progress=update,
+                             bad_rows=bad_rows)
+    finally:
+        close(client)
+
+
 def warn_if_inferred(schema, schema_file) -> None:
     """One warning per private run whose schema was inferred from the data."""
     if getattr(schema, "inferred", False):

@@ -10,6 +10,8 @@ from ._common import (
     EPSILON,
     CheckedFloat,
     bad_rows_option,
+    scan_data,
+    scheduler_option,
     columns_option,
     load_schema,
     max_model_cells_option,
@@ -104,6 +106,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True), callback=output_folder_exists,
               help="Also save the released model (for synth answer --model and synth sample).")
 @bad_rows_option
+@scheduler_option
 @seed_option
 @columns_option
 @quiet_option
@@ -115,7 +118,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
              measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
-             rounding, model_file, bad_rows, seed, columns, quiet, force, output) -> None:
+             rounding, model_file, bad_rows, scheduler, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA and write a synthetic table.
 
     DATA is a CSV file, a Parquet file (.parquet) or a folder of Parquet files. It is read
@@ -167,10 +170,9 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
                          select_share, passes, updates, alpha, variant, representation)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
-    from synth.data import scan
-
-    with progress(f"reading {data}", quiet) as update:  # one pass: the tables the engine may ask for, and n
-        counts = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
+    # one pass: the tables the engine may ask for, and n
+    counts = scan_data(data, full, queries.subsets, columns=columns, bad_rows=bad_rows, scheduler=scheduler,
+                       quiet=quiet)
     options = {"delta": delta, "rows": public_rows, "selection": selection, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,

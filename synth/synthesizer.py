@@ -94,7 +94,8 @@ class Synthesizer:
             columns: str | list[str] | None = None, bad_rows: str = "error") -> Synthesizer:
         """Read ``data`` once and release a model; spends the whole budget.
 
-        ``data`` is a DataFrame, or the path of a CSV or Parquet file (Parquet needs pyarrow).
+        ``data`` is a pandas or Dask DataFrame, or the path of a CSV file, a Parquet file or a
+        folder of Parquet files; it is read once, counting only the tables the run needs.
         ``workload`` defaults to every 3-way marginal (every marginal of all columns if fewer).
         ``bad_rows="drop"`` leaves out rows with a value outside the schema (how many is never
         reported: it is private); ``"error"`` stops at the first, with a message that quotes
@@ -106,10 +107,16 @@ class Synthesizer:
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
         queries = _workload(workload, selected)
+        from .dask_scan import is_dask_frame
         from .data import check_bad_rows, scan
 
         check_bad_rows(bad_rows)
-        counts = scan(_data_source(data), full, queries.subsets, columns=columns, bad_rows=bad_rows)  # one pass
+        if is_dask_frame(data):  # counted on the cluster (the current dask.distributed client, if any)
+            from .dask_scan import scan_dask
+
+            counts = scan_dask(data, full, queries.subsets, columns=columns, bad_rows=bad_rows)
+        else:
+            counts = scan(_data_source(data), full, queries.subsets, columns=columns, bad_rows=bad_rows)  # one pass
         if full.inferred:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         seeded = is_seeded(self._rng)

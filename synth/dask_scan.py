@@ -1,0 +1,203 @@
+"""The planned scan on Dask: the same tables as ``synth.data.scan``, counted where the data lives.
+
+Each partition is encoded and counted by the in-process code (``synth.data.encode``, then
+``synth.counts.count_codes``: the same validation, the same Numba kernel), on the workers;
+the partitions' counts are then summed in a tree on the workers too (``FAN_IN`` at a time),
+and only the final tables come back. Input: a Dask DataFrame, or a path that Dask reads
+(CSV, Parquet file or folder; only the needed columns). A bad value stops the scan with one
+error naming the source, the partition and the row within it; nothing is returned.
+
+Dask is an optional extra (``pip install 'synth[dask]'``): ``require_dask`` says so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .counts import Counts, ScanPlan, count_codes, plan_scan
+from .data import Progress, check_bad_rows, encode, is_parquet
+from .errors import DataError, SynthError
+from .schema import Categorical, Schema
+from .tables import DEFAULT_MAX_CELLS
+
+__all__ = ["FAN_IN", "LOCAL", "connect", "is_dask_frame", "require_dask", "scan_dask"]
+
+#: Partial counts merged per task of the tree sum.
+FAN_IN = 8
+#: ``--scheduler local``: start a LocalCluster on this machine.
+LOCAL = "local"
+#: Bytes of CSV per partition when Dask reads a CSV path.
+CSV_BLOCK_BYTES = 64 * 2**20
+
+
+def require_dask(what: str = "the Dask scan") -> None:
+    """``SynthError`` in one line when dask.distributed is not installed."""
+    try:
+        import dask.dataframe  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        raise SynthError(f"{what} needs Dask: pip install 'synth[dask]' (from a checkout: pip install -e \".[dask]\")"
+                         ) from None
+
+
+def is_dask_frame(data: object) -> bool:
+    """Whether ``data`` is a Dask DataFrame (without importing Dask when it is not loaded)."""
+    module = type(data).__module__ or ""
+    return module.startswith("dask") and hasattr(data, "to_delayed") and hasattr(data, "columns")
+
+
+def connect(scheduler: str):
+    """A ``distributed.Client``: to the scheduler at ``scheduler``, or on a new LocalCluster
+    for ``"local"`` (closed with the client)."""
+    require_dask("--scheduler")
+    from distributed import Client, LocalCluster
+
+    if scheduler == LOCAL:
+        cluster = LocalCluster(n_workers=min(2, os.cpu_count() or 1), threads_per_worker=1, processes=True,
+                               dashboard_address=":0")
+        client = Client(cluster)
+        client._synth_cluster = cluster  # closed by ``close``
+        return client
+    try:
+        return Client(scheduler, timeout="10s")
+    except OSError as exc:
+        raise SynthError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
+
+
+def close(client) -> None:
+    """Close a client from ``connect`` (and its LocalCluster, if it started one)."""
+    cluster = getattr(client, "_synth_cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def scan_dask(
+    source: Any,
+    schema: Schema,
+    subsets: Iterable[Sequence[str]],
+    *,
+    columns: str | Sequence[str] | None = None,
+    client=None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+    progress: Progress | None = None,
+    bad_rows: str = "error",
+) -> Counts:
+    """``synth.data.scan`` on Dask: the row count and the tables of ``subsets``.
+
+    ``source`` is a Dask DataFrame or a path (CSV, Parquet file or folder); ``client`` a
+    ``distributed.Client`` (None: the current one, else Dask's local scheduler, without
+    progress). ``progress(rows_done, fraction)`` after each partition.
+    """
+    require_dask()
+    check_bad_rows(bad_rows)
+    selected = schema.select(columns)
+    plan = plan_scan(selected, subsets, max_cells=max_cells)
+    frame, name = _frame(source, schema, selected)
+    parts = frame.to_delayed()
+    import dask
+
+    leaves = [dask.delayed(_count_partition)(part, plan, name, k, len(parts), bad_rows)
+              for k, part in enumerate(parts)]
+    if client is None:
+        client = _current_client()
+    if client is None:
+        (total,) = dask.compute(_tree(leaves, dask.delayed(_merge)))
+    else:
+        total = _on_cluster(client, leaves, progress)
+    if total.n_rows == 0:
+        raise DataError(f"{name}: no row fits the schema (every row was dropped by --bad-rows drop)"
+                        if bad_rows == "drop" else f"{name}: no data rows")
+    return total
+
+
+def _current_client():
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _on_cluster(client, leaves, progress: Progress | None) -> Counts:
+    """Leaves as futures (progress as each finishes), then the tree sum on the workers."""
+    from distributed import as_completed
+
+    futures = client.compute(leaves)
+    try:
+        rows = done = 0
+        for future in as_completed(futures):
+            rows += client.submit(_rows_of, future, pure=False).result()  # re-raises the partition's error
+            done += 1
+            if progress is not None:
+                progress(rows, done / len(futures))
+        level = futures
+        while len(level) > 1:
+            level = [client.submit(_merge, *level[i: i + FAN_IN], pure=False) for i in range(0, len(level), FAN_IN)]
+        return level[0].result()
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _tree(leaves: list, merge) -> Any:
+    level = leaves
+    while len(level) > 1:
+        level = [merge(*level[i: i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    return level[0]
+
+
+def _rows_of(counts: Counts) -> int:
+    return counts.n_rows
+
+
+def _merge(*parts: Counts) -> Counts:
+    total = parts[0]
+    for part in parts[1:]:
+        total = total.merge(part)
+    return total
+
+
+def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: int, bad_rows: str) -> Counts:
+    """One partition's counts (on a worker): encoded and checked as in-process chunks are."""
+    where = f"{name} (partition {index + 1} of {partitions})"
+    counts = Counts(plan)
+    try:
+        encoded = encode(frame, plan.schema, source=where, bad_rows=bad_rows)
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pandas/pyarrow errors of a damaged block
+        raise DataError(f"{where}: cannot read: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+                        ) from None
+    counts.add(encoded.n_rows, count_codes(encoded.codes, plan), encoded.clipped, encoded.dropped)
+    return counts
+
+
+def _frame(source: Any, schema: Schema, selected: Schema):
+    """A Dask DataFrame of the selected columns, and the name errors give it."""
+    import dask.dataframe as dd
+
+    if is_dask_frame(source):
+        missing = [c for c in selected.names if c not in source.columns]
+        if missing:
+            raise DataError(f"Dask DataFrame: column {missing[0]!r} is in the schema but missing from the data")
+        return source[list(selected.names)], "Dask DataFrame"
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"data must be a Dask DataFrame or a path, not {type(source).__name__}")
+    path = Path(source)
+    names = list(selected.names)
+    from .data import _check_header, _parquet_dataset, _read_header
+
+    if is_parquet(path):
+        _check_header(list(_parquet_dataset(path).schema.names), schema, selected, path)
+        return dd.read_parquet(str(path), columns=names), str(path)
+    _check_header(_read_header(path), schema, selected, path)
+    dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
+    frame = dd.read_csv(str(path), usecols=names, dtype=dtypes, na_values=[""], keep_default_na=False,
+                        blocksize=CSV_BLOCK_BYTES, encoding="utf-8")
+    return frame, str(path)
+
