@@ -12,6 +12,7 @@ Dask is an optional extra (``pip install 'synth[dask]'``): ``require_dask`` says
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,8 +37,8 @@ CSV_BLOCK_BYTES = 64 * 2**20
 def require_dask(what: str = "the Dask scan") -> None:
     """``SynthError`` in one line when dask.distributed is not installed."""
     try:
-        import dask.dataframe  # noqa: F401
-        import distributed  # noqa: F401
+        for module in ("dask.dataframe", "distributed"):
+            importlib.import_module(module)
     except ImportError:
         raise SynthError(f"{what} needs Dask: pip install 'synth[dask]' (from a checkout: pip install -e \".[dask]\")"
                          ) from None
