@@ -13,8 +13,8 @@ resident memory (``ru_maxrss``): the in-process scan (``synth.data.scan``) of th
 the Parquet folder; ``pandas.read_csv`` / ``pandas.read_parquet`` of the same 8 columns (only
 where the frame fits in a third of the machine's memory); the Dask scan on a local cluster of
 2 workers (``synth.dask_scan.scan_dask``, cluster start-up excluded); and, at the largest n,
-the whole ``synth generate`` (MWEM, eps 1, n noisy, the 7 pairs of neighbouring columns: the fit of
-all 28 pairs on this 3.8-million-cell universe takes minutes, and is not what is measured here) on each input, with the cluster started by
+the whole ``synth generate`` (MWEM, eps 1, n noisy, the 7 pairs of neighbouring columns, a factored
+model: a dense fit of this 3.8-million-cell universe takes minutes, and is not what is measured here) on each input, with the cluster started by
 ``--scheduler local`` included for the Dask one.
 
 Usage: ``python benchmarks/bench_scan.py [--quick] [--rows 1e6,1e7,1e8] [--no-write]``
@@ -119,7 +119,8 @@ STEP = textwrap.dedent("""
         data = {"generate csv": "/data.csv", "generate parquet": "/parquet", "generate dask": "/data.csv"}[step]
         extra = ["--scheduler", "local"] if step == "generate dask" else []
         args = ["generate", folder + data, "--schema", folder + "/schema.json", "--workload", folder + "/chain.json",
-                "--epsilon", "1", "--seed", "1", "-o", folder + "/synthetic.csv", "--force", "--quiet", *extra]
+                "--epsilon", "1", "--seed", "1", "--representation", "factored", "-o", folder + "/synthetic.csv", "--force",
+                "--quiet", *extra]
         try:
             main(args, standalone_mode=False)
         except SystemExit:
@@ -175,7 +176,7 @@ def report(bench, sizes, results) -> str:
                          repeats=False)
     lines.append("One run per figure, each step in a fresh process (wall time; peak resident memory of that "
                  "process). Scans count all 28 two-way marginals of an 8-column integer-coded table; generate "
-                 "is the whole `synth generate` (MWEM, eps 1, n noisy, the 7 neighbouring pairs). Dask: a local cluster of 2 single-thread "
+                 "is the whole `synth generate` (MWEM, eps 1, n noisy, the 7 neighbouring pairs, factored model). Dask: a local cluster of 2 single-thread "
                  "worker processes (its start-up excluded from the scans, included in `generate dask`), whose "
                  "memory is in the workers, not in the peak shown.")
     lines.append("")
