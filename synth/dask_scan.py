@@ -136,16 +136,14 @@ def _on_cluster(client, leaves, progress: Progress | None) -> Counts:
             done += 1
             if progress is not None:
                 progress(rows, done / len(futures))
-        level = futures
-        while len(level) > 1:
-            level = [client.submit(_merge, *level[i: i + FAN_IN], pure=False) for i in range(0, len(level), FAN_IN)]
-        return level[0].result()
+        return _tree(futures, lambda *parts: client.submit(_merge, *parts, pure=False)).result()
     except BaseException:
         client.cancel(futures)
         raise
 
 
 def _tree(leaves: list, merge) -> Any:
+    """The sum of ``leaves`` by ``merge`` of up to ``FAN_IN`` at a time (delayed objects or futures)."""
     level = leaves
     while len(level) > 1:
         level = [merge(*level[i: i + FAN_IN]) for i in range(0, len(level), FAN_IN)]

@@ -13,13 +13,13 @@ from cli.main import main
 from synth import Synthesizer
 from synth.data import scan
 from synth.errors import DataError, SynthError
-from synth.schema import Categorical, Coded, Schema
 from synth.workload import Workload
+
+from .test_parquet_input import SCHEMA, rows
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
-SCHEMA = Schema((Categorical("sex", ("female", "male")), Coded("age", 5), Coded("zone", 3)))
 SUBSETS = [("sex", "age"), ("age", "zone"), ("zone",)]
 
 
@@ -28,14 +28,6 @@ def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
         yield client
-
-
-def rows(n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    sex = rng.integers(0, 2, n)
-    return pd.DataFrame({"sex": np.array(["female", "male"])[sex],
-                         "age": np.where(rng.random(n) < 0.6, 2 * sex, rng.integers(0, 5, n)),
-                         "zone": rng.integers(0, 3, n)})
 
 
 @pytest.fixture

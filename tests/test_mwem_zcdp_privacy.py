@@ -36,7 +36,6 @@ import pytest
 
 import synth.mwem_budget
 from synth.composition import zcdp_rho_limit
-from synth.mechanisms import discrete_gaussian
 from synth.mwem import mwem
 
 from .privacy_audit import DEFAULT_CONFIDENCE, assert_leak, assert_no_leak, audit, clopper_pearson, leak_power
@@ -57,6 +56,7 @@ from .test_mwem_privacy import (
     scores,
     true_tables,
 )
+from .test_pmw_practical_privacy import discrete_gaussian_half_noise  # sigma halved, charged whole
 
 EPSILON, DELTA, SELECT_SHARE = 2.0, 0.01, 0.125
 CASE = Case(EPSILON, SELECT_SHARE)  # one round, n = 8 public (its pure-epsilon fields are not used)
@@ -72,20 +72,10 @@ def _run(codes, rng):
                 select_share=SELECT_SHARE, passes=1, final_passes=0, output="last", rows=ROWS, prior=None, rng=rng)
 
 
-def discrete_gaussian_half_sigma(counts, rho, sensitivity=1, rng=None, *, accountant=None, note=""):
-    """Broken: the noise drawn with 4 rho (sigma halved) but charged as rho."""
-    if accountant is not None:
-        accountant.check(rho=rho)
-    noisy = discrete_gaussian(counts, 4 * rho, sensitivity, rng)
-    if accountant is not None:
-        accountant.spend(rho=rho, mechanism="discrete_gaussian", note=note)
-    return noisy
-
-
 def sample_pair(variant: str, n: int, key: int) -> tuple[list[np.ndarray], float]:
     """``n`` runs on D and on D': their features, and the epsilon every accountant reports
     (checked to be one value, at most EPSILON, with delta = DELTA, from two zCDP charges)."""
-    patches = [] if variant == "real" else [(synth.mwem_budget, "discrete_gaussian", discrete_gaussian_half_sigma)]
+    patches = [] if variant == "real" else [(synth.mwem_budget, "discrete_gaussian", discrete_gaussian_half_noise)]
     releases, reported, outputs = Releases(), set(), []
     with _patched(patches):
         for i, codes in enumerate(DATASETS):
