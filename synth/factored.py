@@ -18,7 +18,7 @@ and a subset that would grow the tree past the cap is refused (``ModelSizeError`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -185,6 +185,12 @@ class FactoredModel:
         from .factored_sample import sample_factored
 
         return sample_factored(self, rows, method, rng)
+
+    def iter_sample_codes(self, rows: int, method: str = "round", rng=None) -> Iterator[np.ndarray]:
+        """``sample_codes``'s rows in blocks, holding one block at a time (for writing big tables)."""
+        from .factored_sample import iter_factored
+
+        return iter_factored(self, rows, method, rng)
 
     def log_partition(self) -> float:
         """log Σ_u exp(Σ θ_S[u_S]) (over U; the uniform model has log |U|)."""

@@ -1,27 +1,32 @@
 """Rows from a factored model: ancestral sampling along its junction tree.
 
 The root clique's cells are drawn by controlled rounding of its belief (as a dense
-distribution is sampled). Then each clique, parent before child, gives the rows that share a
-separator value its remaining columns: the k rows of separator value s get the counts of
-round_counts(belief[s, :] / belief[s].sum(), k), so every conditional group matches the
-model's conditional as closely as integers can. With controlled rounding the match is also
-stratified: inside a group the rows are ordered by their cell of the parent clique, then by the other
-columns that have values (ties in random order), and the group's values are spread evenly along that order, so rows sharing a
-parent cell get the conditional's proportions too, not a random draw from it (a pair of
-columns from parent and child lands within rounding of the model, not a multinomial away).
-Ties and offsets are drawn afresh for each clique, so siblings stay independent given the
-parent's cell.
+distribution is sampled), over all rows, and dealt into blocks of about
+``synth.sample.SAMPLE_BLOCK_ROWS`` rows (``iter_factored``); the rest runs block by block, so
+memory does not grow with the rows. Then each clique, parent before child, gives the rows
+that share a separator value its remaining columns: the k rows of separator value s get the
+counts of round_counts(belief[s, :] / belief[s].sum(), k), so every conditional group matches
+the model's conditional as closely as integers can (within a block). With controlled rounding
+the match is also stratified: inside a group the rows are ordered by their cell of the parent
+clique, then by the other columns that have values (ties in random order), and the group's
+values are spread evenly along that order, so rows sharing a parent cell get the
+conditional's proportions too, not a random draw from it (a pair of columns from parent and
+child lands within rounding of the model, not a multinomial away). Ties and offsets are drawn
+afresh for each clique, so siblings stay independent given the parent's cell.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Iterator
 
 import numpy as np
 
 from .data import code_dtype
 from .rng import make_rng
-from .sample import METHODS, round_counts
+from .sample import METHODS, block_count, round_counts, split_counts
 
-__all__ = ["sample_factored"]
+__all__ = ["iter_factored", "sample_factored"]
 
 #: Most cells of one block of (separator value x child cells) held at once.
 BLOCK_CELLS = 4_000_000
@@ -30,18 +35,38 @@ BLOCK_CELLS = 4_000_000
 def sample_factored(model, rows: int, method: str = "round", rng: np.random.Generator | int | None = None
                     ) -> np.ndarray:
     """``rows`` rows of codes, shape ``(rows, columns)``, in random order."""
+    blocks = list(iter_factored(model, rows, method, rng))
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def iter_factored(model, rows: int, method: str = "round", rng: np.random.Generator | int | None = None,
+                  block_rows: int | None = None) -> Iterator[np.ndarray]:
+    """``sample_factored``'s rows in blocks of about ``block_rows`` (default
+    ``synth.sample.SAMPLE_BLOCK_ROWS``): the root clique's counts
+    are rounded once over all rows and dealt into blocks (``split_counts``); each block then
+    gets its other columns by ancestral sampling, its conditional groups rounded within the
+    block. Memory is one block's, whatever ``rows``."""
     if method not in METHODS:
         raise ValueError(f"method ({method!r}) must be one of: {', '.join(map(repr, METHODS))}")
     rng = make_rng(rng)
     schema = model.schema
     calibration = model.calibrate()
-    tree = calibration.tree
-    codes = np.zeros((rows, len(schema)), dtype=np.int64)
-    root = tree.order[0]
+    root = calibration.tree.order[0]
     counts = round_counts(calibration.beliefs[root].reshape(-1), rows, method, rng)
-    cells = np.repeat(np.flatnonzero(counts), counts[np.flatnonzero(counts)])
-    rng.shuffle(cells)
-    _set_columns(codes, schema, tree.cliques[root], cells)
+    occupied = np.flatnonzero(counts)
+    for part in split_counts(counts[occupied], block_count(rows, block_rows), rng):
+        cells = np.repeat(occupied, part)
+        rng.shuffle(cells)
+        yield _descend(calibration, schema, cells, method, rng)
+
+
+def _descend(calibration, schema, root_cells: np.ndarray, method: str, rng: np.random.Generator) -> np.ndarray:
+    """Rows (codes) with the root clique's cells ``root_cells`` and every other column drawn
+    clique by clique, parent before child."""
+    tree = calibration.tree
+    codes = np.zeros((root_cells.size, len(schema)), dtype=np.int64)
+    root = tree.order[0]
+    _set_columns(codes, schema, tree.cliques[root], root_cells)
     done = list(tree.cliques[root])  # columns with values so far, in the order they got them
     for i in tree.order[1:]:
         separator = tree.separator(i, tree.parent[i])
@@ -72,8 +97,10 @@ def _fill_children(codes, schema, separator, new, conditional, method, rng, stra
     shuffled = rng.permutation(rows)
     parent, others = strata
     if method == "round" and parent:
-        keys = [codes[shuffled, schema.index(c)] for c in reversed(others)]
-        order = shuffled[np.lexsort((*keys, _cell_index(codes, schema, parent)[shuffled], sep_index[shuffled]))]
+        keys = [sep_index[shuffled], _cell_index(codes, schema, parent)[shuffled],
+                *(codes[shuffled, schema.index(c)] for c in others)]
+        sizes = [_cells(schema, separator), _cells(schema, parent), *(_cells(schema, (c,)) for c in others)]
+        order = shuffled[_lex_order(keys, sizes)]
     else:
         order = shuffled[np.argsort(sep_index[shuffled], kind="stable")]
     groups, starts, group_rows = np.unique(sep_index[order], return_index=True, return_counts=True)
@@ -95,6 +122,24 @@ def _fill_children(codes, schema, separator, new, conditional, method, rng, stra
     values = np.empty(rows, dtype=np.int64)
     values[order] = assigned
     _set_columns(codes, schema, new, values)
+
+
+def _lex_order(keys: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """``np.lexsort``'s stable order of ``keys`` (the first is the primary; key i lies in
+    ``0..sizes[i]-1``), with the leading keys packed into one int64 while their cells fit:
+    one sort of one key instead of a pass per key."""
+    packed, cells, i = keys[0].astype(np.int64), sizes[0], 1
+    while i < len(keys) and cells * sizes[i] < 2**62:
+        packed = packed * sizes[i] + keys[i]
+        cells *= sizes[i]
+        i += 1
+    if i == len(keys):
+        return np.argsort(packed, kind="stable")
+    return np.lexsort((*reversed(keys[i:]), packed))
+
+
+def _cells(schema, columns) -> int:
+    return math.prod(schema.shape[schema.index(c)] for c in columns)
 
 
 def _cell_index(codes: np.ndarray, schema, columns) -> np.ndarray:

@@ -18,7 +18,7 @@ import secrets
 
 import numpy as np
 
-__all__ = ["RNGLike", "make_rng", "is_seeded", "kernel_state", "SEEDED_RUN_WARNING"]
+__all__ = ["RNGLike", "make_rng", "child_rng", "is_seeded", "kernel_state", "SEEDED_RUN_WARNING"]
 
 RNGLike = "np.random.Generator | int | None"
 
@@ -41,6 +41,14 @@ def make_rng(rng: np.random.Generator | int | None = None) -> np.random.Generato
     raise TypeError(
         f"rng ({rng!r}) must be a numpy.random.Generator, an int seed or None, not {type(rng).__name__}"
     )
+
+
+def child_rng(rng: np.random.Generator) -> np.random.Generator:
+    """An independent generator seeded from ``rng`` (one draw of 256 bits): for a stream of
+    work whose draws must not shift another's, e.g. sampling rows block by block while
+    decoding them chunk by chunk."""
+    entropy = [int(word) for word in rng.integers(0, 2**64, size=4, dtype=np.uint64)]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
 
 def is_seeded(rng: np.random.Generator | int | None) -> bool:

@@ -5,12 +5,14 @@ Three steps, each usable alone:
 1. ``round_counts``: integer counts per cell that sum to the requested row count, by
    controlled rounding (largest remainder, ties broken at random) or a multinomial draw;
 2. ``sample_codes``: those counts as rows of integer codes, in random order (the order of
-   synthetic rows must not reveal the cell order);
+   synthetic rows must not reveal the cell order); ``iter_codes`` gives them in blocks of
+   about ``SAMPLE_BLOCK_ROWS`` (``split_counts`` deals the counts into blocks), so writing
+   10^8 rows holds one block, not every row;
 3. ``decode_rows``: codes back to values: labels, integer codes, and for numeric columns a
    value drawn uniformly inside the row's bin (or the bin midpoint, as ``synth.data.decode``).
 
-``write_synthetic`` runs all three and writes a CSV (or Parquet) file atomically, decoding one
-chunk at a time. Every random step takes ``rng: Generator | int | None`` (see ``synth.rng``);
+``write_synthetic`` runs all three and writes a CSV (or Parquet) file atomically, sampling one
+block and decoding one chunk at a time. Every random step takes ``rng: Generator | int | None`` (see ``synth.rng``);
 a seeded run repeats exactly, whatever the chunk size.
 """
 
@@ -20,7 +22,7 @@ import contextlib
 import numbers
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,17 +31,20 @@ import pandas as pd
 from ._io import atomic_write
 from .data import code_dtype, decode
 from .errors import SynthError
-from .rng import make_rng
+from .rng import child_rng, make_rng
 from .schema import Categorical, Numeric, Schema
 
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["check_capacity", "check_output_format", "estimated_row_bytes", "decode_rows", "round_counts", "sample_codes", "sample_model", "write_synthetic"]
+__all__ = ["check_capacity", "check_output_format", "estimated_row_bytes", "decode_rows", "iter_codes", "round_counts", "sample_codes", "split_counts", "sample_model", "write_synthetic"]
 
 METHODS = ("round", "multinomial")
 NUMERIC_MODES = ("uniform", "midpoint")
 DEFAULT_CHUNK_ROWS = 100_000
+#: Rows sampled at once (their cell indices, codes and, for a factored model, the ancestral
+#: sampler's per-row arrays): the memory of sampling, whatever the number of rows.
+SAMPLE_BLOCK_ROWS = 2**20
 
 Progress = Callable[[int, float], None]
 
@@ -107,14 +112,26 @@ def sample_codes(
 ) -> np.ndarray:
     """``rows`` rows of codes, shape ``(rows, len(schema))``, with ``round_counts``'s histogram.
 
-    The rows come in random order. Memory: one int64 cell index per row, plus the codes.
+    The rows come in random order. Memory: the codes, plus one block's cell indices.
     """
+    blocks = list(iter_codes(distribution, schema, rows, method, rng))
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def iter_codes(
+    distribution: np.ndarray,
+    schema: Schema,
+    rows: int,
+    method: str = "round",
+    rng: np.random.Generator | int | None = None,
+    block_rows: int | None = None,
+) -> Iterator[np.ndarray]:
+    """``sample_codes``'s rows, in blocks of about ``block_rows`` (default ``SAMPLE_BLOCK_ROWS``;
+    at least one block, maybe
+    empty): the counts are rounded once over all rows, then dealt into blocks
+    (``split_counts``) and each block shuffled, so the blocks in turn are a random order of
+    the rows."""
     rng = make_rng(rng)
-    cells = _shuffled_cells(distribution, schema, rows, method, rng)
-    return schema.cell_codes(cells).astype(code_dtype(schema))
-
-
-def _shuffled_cells(distribution, schema: Schema, rows, method: str, rng: np.random.Generator) -> np.ndarray:
     p = _check_distribution(distribution)
     if p.size != schema.universe_size:
         raise ValueError(
@@ -122,9 +139,30 @@ def _shuffled_cells(distribution, schema: Schema, rows, method: str, rng: np.ran
         )
     counts = round_counts(p, rows, method, rng)
     occupied = np.flatnonzero(counts)
-    cells = np.repeat(occupied, counts[occupied])
-    rng.shuffle(cells)
-    return cells
+    dtype = code_dtype(schema)
+    for part in split_counts(counts[occupied], block_count(rows, block_rows), rng):
+        cells = np.repeat(occupied, part)
+        rng.shuffle(cells)
+        yield schema.cell_codes(cells).astype(dtype)
+
+
+def block_count(rows: int, block_rows: int | None = None) -> int:
+    """How many blocks of about ``block_rows`` rows (default ``SAMPLE_BLOCK_ROWS``) sampling
+    ``rows`` takes (at least 1)."""
+    block_rows = SAMPLE_BLOCK_ROWS if block_rows is None else block_rows
+    return max(1, -(-int(rows) // int(block_rows)))
+
+
+def split_counts(counts: np.ndarray, blocks: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """``counts`` (rows per cell) dealt into ``blocks`` parts, each row to a uniformly random
+    part (binomial splitting: the parts are a uniformly random order of the rows, cut into
+    pieces), yielded in turn; the parts sum to ``counts``. One block draws nothing."""
+    remaining = np.asarray(counts, dtype=np.int64)
+    for left in range(blocks, 1, -1):
+        part = rng.binomial(remaining, 1.0 / left)
+        remaining = remaining - part
+        yield part
+    yield remaining
 
 
 # -- values ---------------------------------------------------------------------------------
@@ -219,16 +257,22 @@ def estimated_row_bytes(schema: Schema) -> float:
     return width + len(schema)
 
 
-def check_capacity(path: object, schema: Schema, rows: int, distribution: Any = None) -> None:
+def check_capacity(path: object, schema: Schema, rows: int, distribution: Any = None, *, streamed: bool = True
+                   ) -> None:
     """``SynthError`` before any work when ``rows`` synthetic rows cannot fit: in this
-    machine's available memory (sampling holds one index per row and a table per universe
-    cell; from a factored ``distribution``, a row of codes and a table per model cell), or
-    on the disk that holds ``path`` (a regular file; streams are not checked)."""
+    machine's available memory (sampling holds one block's cell indices, the occupied cells
+    and a table per universe cell; from a factored ``distribution``, a block's codes and a
+    table per model cell; not ``streamed``, every row's values too), or on the disk that
+    holds ``path`` (a regular file; streams are not checked)."""
+    held = min(rows, SAMPLE_BLOCK_ROWS) if streamed else rows
     if _is_factored(distribution):
-        needed = (_MEMORY_PER_ROW * (len(schema) + _FACTORED_ROW_ARRAYS) * rows
+        needed = (_MEMORY_PER_ROW * (len(schema) + _FACTORED_ROW_ARRAYS) * held
                   + _MEMORY_PER_CELL * distribution.cells)
     else:
-        needed = _MEMORY_PER_ROW * rows + _MEMORY_PER_CELL * schema.universe_size
+        needed = (_MEMORY_PER_ROW * (held + min(rows, schema.universe_size))
+                  + _MEMORY_PER_CELL * schema.universe_size)
+    if not streamed:
+        needed += _MEMORY_PER_ROW * len(schema) * rows  # every row's values, at once
     available = _available_memory()
     if available is not None and needed > available:
         raise SynthError(f"{rows:,} synthetic rows need about {_size(needed)} of memory while sampling; this "
@@ -285,8 +329,9 @@ def write_synthetic(
     or as CSV to an open text stream (e.g. stdout).
 
     The header is the schema's column names. The file appears only when complete (an error
-    leaves no partial file). Rows are decoded and written ``chunk_rows`` at a time, so memory
-    for values stays bounded; for a given seed the file does not depend on ``chunk_rows``.
+    leaves no partial file). Rows are sampled ``SAMPLE_BLOCK_ROWS`` at a time (``iter_codes``)
+    and decoded and written ``chunk_rows`` at a time, so memory does not grow with ``rows``;
+    for a given seed the file does not depend on ``chunk_rows``.
     ``progress(rows_done, fraction_done)`` is called after each chunk. Returns the rows
     written. Parquet needs pyarrow; without it ``SynthError`` is raised before any work, as it
     is when the rows cannot fit in memory or on the disk (``check_capacity``).
@@ -302,16 +347,10 @@ def write_synthetic(
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be >= 1")
     rng = make_rng(rng)
-    if _is_factored(distribution):
-        codes = distribution.sample_codes(rows, method, rng)
-        rows_of = codes.__getitem__
-    else:
-        cells = _shuffled_cells(distribution, schema, rows, method, rng)
-        rows_of = lambda part: schema.cell_codes(cells[part])  # noqa: E731
-    chunks = (
-        decode_rows(rows_of(slice(start, start + chunk_rows)), schema, numeric, rng)
-        for start in range(0, max(rows, 1), chunk_rows)  # one (maybe empty) chunk at least
-    )
+    sampling = child_rng(rng)  # blocks are sampled between chunks: their draws must not shift the decoding's
+    chunks = (decode_rows(codes, schema, numeric, rng)
+              for codes in _rechunk(_code_blocks(distribution, schema, rows, method, sampling), chunk_rows,
+                                    len(schema), code_dtype(schema)))
     done = 0
     mode, options = ("wb", {}) if parquet else ("w", {"newline": "", "encoding": "utf-8"})
     opened = contextlib.nullcontext(path) if stream else atomic_write(path, mode, **options)
@@ -384,13 +423,39 @@ def sample_model(
     """Synthetic rows of a ``Model`` as a DataFrame; ``rows`` defaults to ``model.rows``, rounded."""
     if rows is None:
         rows = int(np.rint(model.rows))
-    check_capacity(None, model.schema, _check_rows(rows), model.distribution)
+    check_capacity(None, model.schema, _check_rows(rows), model.distribution, streamed=False)
     rng = make_rng(rng)
-    if _is_factored(model.distribution):
-        codes = model.distribution.sample_codes(rows, method, rng)
-    else:
-        codes = sample_codes(model.distribution, model.schema, rows, method, rng)
+    sampling = child_rng(rng)  # as write_synthetic draws: the same seed gives the same rows
+    codes = np.concatenate([*_code_blocks(model.distribution, model.schema, rows, method, sampling)])
     return decode_rows(codes, model.schema, numeric, rng)
+
+
+def _code_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.random.Generator
+                 ) -> Iterator[np.ndarray]:
+    """The rows' codes in blocks (a factored model samples its own)."""
+    if _is_factored(distribution):
+        return distribution.iter_sample_codes(rows, method, rng)
+    return iter_codes(distribution, schema, rows, method, rng)
+
+
+def _rechunk(blocks: Iterable[np.ndarray], chunk_rows: int, width: int, dtype) -> Iterator[np.ndarray]:
+    """Rows of ``blocks`` regrouped into chunks of ``chunk_rows`` (the last shorter; one empty
+    chunk when there are no rows, so a file still gets its header)."""
+    pending: list[np.ndarray] = []
+    held = 0
+    sent = False
+    for block in blocks:
+        start = 0
+        while start < block.shape[0]:
+            piece = block[start:start + chunk_rows - held]
+            pending.append(piece)
+            held += piece.shape[0]
+            start += piece.shape[0]
+            if held == chunk_rows:
+                yield pending[0] if len(pending) == 1 else np.concatenate(pending)
+                pending, held, sent = [], 0, True
+    if held or not sent:
+        yield np.concatenate(pending) if pending else np.zeros((0, width), dtype=dtype)
 
 
 # -- validation -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+import synth.sample
 from synth.distribution import DenseDistribution, make_distribution
 from synth.factored import FactoredModel, ModelSizeError
 from synth.fit import expected_noise
@@ -200,6 +201,28 @@ def test_sampled_marginals_match_the_model_within_rounding(seed):
     for subset in itertools.combinations(schema.names, 2):  # across cliques: a statistical check
         error = np.abs(marginal(codes, schema, subset) / rows - dense_marginal(p, schema, subset)).sum()
         assert error < 0.08
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sampling_in_blocks_keeps_the_root_rounding_and_the_model(seed, monkeypatch):
+    """Past SAMPLE_BLOCK_ROWS rows the sampler works block by block: the root clique is still
+    rounded once over every row, and the other cliques are rounded within each block, so
+    their error grows by at most one rounding per block."""
+    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 700)
+    rng, schema, model, p = random_model(seed)
+    rows = 5000
+    blocks = list(model.iter_sample_codes(rows, "round", rng))
+    assert len(blocks) == 8 and all(300 < len(b) < 1100 for b in blocks)
+    codes = np.concatenate(blocks)
+    tree = model.calibrate().tree
+    root = tree.cliques[tree.order[0]]
+    assert np.abs(marginal(codes, schema, root) - rows * dense_marginal(p, schema, root)).max() < 1 + 1e-9
+    for clique in tree.cliques:
+        error = np.abs(marginal(codes, schema, clique) / rows - dense_marginal(p, schema, clique)).sum()
+        assert error < 0.02 + 2 * len(blocks) * np.prod([schema[c].size for c in clique]) / rows
+    first = np.concatenate(list(model.iter_sample_codes(rows, "round", np.random.default_rng(7))))
+    again = model.sample_codes(rows, "round", np.random.default_rng(7))
+    np.testing.assert_array_equal(first, again)
 
 
 def test_controlled_rounding_beats_multinomial_draws():

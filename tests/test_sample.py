@@ -5,15 +5,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import synth.sample
 from synth import data
 from synth.errors import SynthError
 from synth.model import Model
 from synth.sample import (
     _uniform_in_bins,
     decode_rows,
+    iter_codes,
     round_counts,
     sample_codes,
     sample_model,
+    split_counts,
     write_synthetic,
 )
 from synth.schema import Categorical, Coded, Numeric, Schema
@@ -159,6 +162,34 @@ def test_sampled_codes_have_the_counts_histogram_in_random_order(rng, schema, me
     assert (np.diff(cells) < 0).any() and (np.diff(cells) > 0).any()
 
 
+def test_split_counts_deals_every_row_once_to_a_uniform_block():
+    counts = np.array([1000, 0, 37, 5])
+    parts = np.array([list(split_counts(counts, 4, np.random.default_rng(seed))) for seed in range(400)])
+    assert parts.shape == (400, 4, 4) and (parts >= 0).all()
+    assert (parts.sum(axis=1) == counts).all()
+    # each of the 1000 rows of cell 0 lands in each block with chance 1/4: block sizes ~ Bin(1000, 1/4)
+    sd = np.sqrt(1000 * 0.25 * 0.75)
+    np.testing.assert_allclose(parts[:, :, 0].mean(axis=0), 250, atol=4 * sd / np.sqrt(400))
+    np.testing.assert_allclose(parts[:, :, 0].std(axis=0), sd, rtol=0.15)
+
+
+def test_one_block_draws_nothing():
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    assert [list(p) for p in split_counts(np.array([4, 5]), 1, rng)] == [[4, 5]]
+    assert rng.bit_generator.state == state
+
+
+def test_sampling_in_blocks_keeps_the_rounded_histogram(rng, schema, monkeypatch):
+    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 64)
+    p = dirichlet(rng, schema.universe_size)
+    blocks = list(iter_codes(p, schema, 500, rng=11))
+    assert len(blocks) == 8 and sum(len(b) for b in blocks) == 500 and all(20 < len(b) < 110 for b in blocks)
+    codes = sample_codes(p, schema, 500, rng=11)
+    np.testing.assert_array_equal(codes, np.concatenate(blocks))
+    np.testing.assert_array_equal(histogram(codes, schema), round_counts(p, 500, rng=11))
+
+
 def test_sample_codes_checks_the_universe(schema):
     with pytest.raises(ValueError, match=r"distribution has 4 cells but the schema's universe has 144"):
         sample_codes(np.full(4, 0.25), schema, 10, rng=0)
@@ -256,6 +287,19 @@ def test_chunked_writing_gives_the_same_file(tmp_path, schema, rng):
     assert [c[0] for c in calls] == [40, 80, 120, 160, 200, 240, 250] and calls[-1][1] == 1.0
     write_synthetic(tmp_path / "other.csv", p, schema, 250, rng=9)
     assert (tmp_path / "one.csv").read_bytes() != (tmp_path / "other.csv").read_bytes()
+
+
+def test_writing_in_blocks_gives_the_same_file_whatever_the_chunks(tmp_path, schema, rng, monkeypatch):
+    """Blocks are sampled between chunks with a generator of their own: the chunk size must
+    not shift the decoding's draws."""
+    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 64)
+    p = dirichlet(rng, schema.universe_size)
+    write_synthetic(tmp_path / "one.csv", p, schema, 300, rng=8, chunk_rows=10_000)
+    write_synthetic(tmp_path / "many.csv", p, schema, 300, rng=8, chunk_rows=45)
+    assert (tmp_path / "one.csv").read_bytes() == (tmp_path / "many.csv").read_bytes()
+    encoded = data.read(tmp_path / "many.csv", schema)
+    # a Dirichlet draw has no tied remainders: the rounding does not depend on the generator
+    np.testing.assert_array_equal(histogram(encoded.codes, schema), round_counts(p, 300, rng=0))
 
 
 def test_writing_and_sampling_a_model_agree(tmp_path, schema, rng):
