@@ -17,17 +17,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
+import numba
 import numpy as np
 
-from .errors import SynthError
+from ._kernels.scan import count_tables
+from .errors import DataError, SynthError
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, _check_cells, add_counts, marginal
+from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
 
-__all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "count_codes", "data_marginal", "data_rows", "plan_scan"]
+__all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "Tally", "count_codes", "data_marginal", "data_rows", "plan_scan"]
 
 #: Count the whole universe (one pass over each chunk) instead of several maximal subsets when it
 #: has at most this many cells (8 MiB of int64): every planned table is then a sum of it.
 HISTOGRAM_CELLS = 2**20
+#: A chunk of at least this many rows is cut into slices counted in parallel (one per Numba
+#: thread, at most MAX_COUNT_PARTS), each into its own copy of the tables (kept across chunks).
+PARALLEL_ROWS = 50_000
+MAX_COUNT_PARTS = 8
 
 
 @dataclass(frozen=True)
@@ -74,13 +80,76 @@ def plan_scan(schema: Schema, subsets: Iterable[Sequence[str]], *, histogram_cel
 
 def count_codes(codes: np.ndarray, plan: ScanPlan) -> dict[tuple[str, ...], np.ndarray]:
     """The plan's counted tables (flat int64) of one chunk of codes (shape (rows, len(schema)))."""
-    out = {}
-    for subset in plan.counted:
-        flat = np.zeros(_cells(plan.schema, subset), dtype=np.int64)
-        positions = np.array([plan.schema.index(name) for name in subset], dtype=np.int64)
-        add_counts(codes, plan.schema, positions, flat)
-        out[subset] = flat
-    return out
+    tally = Tally(plan)
+    tally.add(codes)
+    return tally.tables()
+
+
+class Tally:
+    """The counting of a scan: chunks of codes added into the plan's tables, all of them in
+    one pass over each chunk (``synth._kernels.scan.count_tables``), in per-thread copies
+    kept across chunks and summed once, by ``tables()``."""
+
+    def __init__(self, plan: ScanPlan):
+        self.plan = plan
+        self.layout = _layout(plan.schema, plan.counted)
+        parts = min(numba.get_num_threads(), MAX_COUNT_PARTS)
+        self.partial = np.zeros((parts, self.layout.cells), dtype=np.int64)
+        self.rows = 0
+
+    def add(self, codes: np.ndarray) -> None:
+        """Count one chunk of codes (shape (rows, len(schema))). ``DataError`` naming the row
+        (of the chunk, from 1) and column of a code outside its column's range."""
+        codes = np.ascontiguousarray(codes)
+        schema = self.plan.schema
+        if codes.ndim != 2 or codes.shape[1] != len(schema):
+            raise ValueError(f"codes must have shape (n, {len(schema)}), got {codes.shape}")
+        if not np.issubdtype(codes.dtype, np.integer):
+            raise TypeError(f"codes must be an integer array, got dtype {codes.dtype}")
+        partial = self.partial if codes.shape[0] >= PARALLEL_ROWS else self.partial[:1]
+        layout = self.layout
+        bad = count_tables(codes, layout.columns, layout.sizes, layout.strides, layout.widths, layout.offsets,
+                           partial)
+        if bad >= 0:
+            column = next(j for j in range(len(schema)) if not 0 <= codes[bad, j] < schema.shape[j])
+            raise DataError(f"row {bad + 1}, column {schema.names[column]!r}: code {codes[bad, column]} is outside "
+                            f"0..{schema.shape[column] - 1}")
+        self.rows += codes.shape[0]
+
+    def tables(self) -> dict[tuple[str, ...], np.ndarray]:
+        """The counted tables (flat int64), summed over the per-thread copies."""
+        flat = self.partial.sum(axis=0)
+        return {subset: flat[start:start + _cells(self.plan.schema, subset)]
+                for subset, start in zip(self.plan.counted, self.layout.offsets)}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The counted tables laid end to end, as ``count_tables`` takes them."""
+
+    columns: np.ndarray  # (tables, widest): positions of each table's columns
+    sizes: np.ndarray  # (columns,): each column's size
+    strides: np.ndarray  # (tables, widest): row-major strides
+    widths: np.ndarray  # (tables,): columns per table
+    offsets: np.ndarray  # (tables,): where each table starts
+    cells: int
+
+
+def _layout(schema: Schema, counted: Sequence[Sequence[str]]) -> _Layout:
+    widest = max((len(subset) for subset in counted), default=0)
+    columns = np.zeros((len(counted), widest), dtype=np.int64)
+    strides = np.zeros((len(counted), widest), dtype=np.int64)
+    offsets = np.zeros(len(counted), dtype=np.int64)
+    cells = 0
+    for t, subset in enumerate(counted):
+        shape = [schema[name].size for name in subset]
+        offsets[t] = cells
+        cells += math.prod(shape)
+        for j, name in enumerate(subset):
+            columns[t, j] = schema.index(name)
+            strides[t, j] = math.prod(shape[j + 1:])  # row-major: the last column fastest
+    widths = np.array([len(subset) for subset in counted], dtype=np.int64)
+    return _Layout(columns, np.array(schema.shape, dtype=np.int64), strides, widths, offsets, cells)
 
 
 @dataclass

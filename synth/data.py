@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, locate
-from .counts import Counts, count_codes, plan_scan
+from ._kernels.scan import parse_int_lines
+from .counts import Counts, Tally, plan_scan
 from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
@@ -367,8 +368,7 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> It
     total_bytes = os.path.getsize(path)
     rows = 0
     with open(path, "rb") as handle:
-        for frame in csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows,
-                                skip_long_lines=bad_rows == "drop"):
+        for frame in _csv_frames(handle, path, header, selected, dtypes, chunk_rows, bad_rows == "drop"):
             encoded = encode(frame[list(selected.names)], selected, source=path, first_row=rows + 1,
                              bad_rows=bad_rows)
             encoded.dropped += frame.attrs.get("skipped_lines", 0)
@@ -380,17 +380,85 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> It
         raise DataError(f"{path}: has a header but no data rows")
 
 
+def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes: dict, chunk_rows: int,
+                skip_long_lines: bool) -> Iterator[pd.DataFrame]:
+    """The CSV's rows as DataFrames of up to ``chunk_rows`` rows: by the Numba reader of plain
+    integer fields (``_plain_frames``) while the lines allow it, then by pandas
+    (``csv_chunks``) from the first chunk that holds anything else, to the end."""
+    rows = 0
+    if PLAIN_CSV and not dtypes and b'"' not in handle.readline():  # numbers only, a plain header: the fast reader
+        for frame in _plain_frames(handle, header, selected, chunk_rows):
+            if isinstance(frame, int):  # a line it does not take: pandas reads on from that chunk
+                handle.seek(frame)
+                yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows,
+                                      skip_long_lines=skip_long_lines, names=header, rows_before=rows)
+                return
+            rows += len(frame)
+            yield frame
+        return
+    handle.seek(0)
+    yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines)
+
+
+#: Read plain integer lines with the Numba reader (False: pandas reads every line; the
+#: reference the tests hold the fast reader to).
+PLAIN_CSV = True
+#: Bytes read at a time by the plain-integer CSV reader.
+PLAIN_READ_BYTES = 16 * 2**20
+
+
+def _plain_frames(handle, header: list[str], selected: Schema, chunk_rows: int) -> Iterator[pd.DataFrame | int]:
+    """Frames of the CSV's plain lines (``synth._kernels.scan.parse_int_lines``: integers in
+    the fields read, no quotes; the header already read), one chunk at a time; at the first
+    chunk holding anything else, its byte offset (an int) instead, and nothing more."""
+    names = list(selected.names)
+    field_column = np.array([names.index(name) if name in names else -1 for name in header], dtype=np.int64)
+    buffer = b""
+    offset = handle.tell()  # of buffer[0] in the file
+    at = 0  # the next line's start in the buffer
+    final = more = False
+    while True:
+        if not final and (more or len(buffer) - at < PLAIN_READ_BYTES):
+            data = handle.read(PLAIN_READ_BYTES)
+            final = not data
+            buffer, offset, at = buffer[at:] + data, offset + at, 0
+        values = np.empty((len(names), chunk_rows), dtype=np.int64)  # column by column, as pandas keeps them
+        rows, end, wide = parse_int_lines(np.frombuffer(buffer, dtype=np.uint8), at, len(header), field_column,
+                                          values, final)
+        if rows < 0 or (wide and not _utf8(buffer[at:end])):
+            yield offset + at
+            return
+        more = rows == 0  # a line longer than what was read: read more
+        if more and final:
+            return
+        if more:
+            continue
+        at = end
+        yield pd.DataFrame(values[:, :rows].T, columns=names, copy=False)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-               skip_long_lines: bool = False) -> Iterator[pd.DataFrame]:
+               skip_long_lines: bool = False, names: list[str] | None = None, rows_before: int = 0
+               ) -> Iterator[pd.DataFrame]:
     """DataFrames of up to ``chunk_rows`` rows of an open CSV, every column, strictly parsed.
 
     Strict: a row with more fields than the header is an error (pandas would drop the extras
     under ``usecols``, or turn a long first row into an index) unless ``skip_long_lines``, and
     a blank line is a row of missing values rather than skipped, so data row N is always line
-    N + 1 of the file.
+    N + 1 of the file. ``names``: the header, when reading resumes after it at a line start
+    (``rows_before`` data rows read already, for the messages).
     """
     reader = None
-    rows = 0
+    rows = rows_before
+    lines_before = 0 if names is None else rows_before + 1  # file lines before pandas' line 1
     while True:
         with warnings.catch_warnings(record=skip_long_lines) as caught:
             warnings.simplefilter("always" if skip_long_lines else "error", pd.errors.ParserWarning)
@@ -407,6 +475,7 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
                         encoding="utf-8",
                         engine="c",
                         on_bad_lines="warn" if skip_long_lines else "error",
+                        **({} if names is None else {"header": None, "names": names}),
                     )
                 frame = next(reader)
             except StopIteration:
@@ -414,7 +483,7 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
             except pd.errors.ParserWarning:
                 raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header") from None
             except pd.errors.ParserError as exc:
-                raise DataError(f"{path}: malformed CSV: {_parser_message(exc)}") from None
+                raise DataError(f"{path}: malformed CSV: {_parser_message(exc, lines_before)}") from None
             except UnicodeDecodeError:
                 raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
         if skip_long_lines:
@@ -427,17 +496,19 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
         yield frame
 
 
-def _parser_message(exc: Exception) -> str:
-    """pandas' tokenizer message in data rows ('Expected 3 fields in line 4, saw 4'), with the fix."""
+def _parser_message(exc: Exception, lines_before: int = 0) -> str:
+    """pandas' tokenizer message in data rows ('Expected 3 fields in line 4, saw 4'), with the
+    fix; pandas' line 1 is line ``lines_before + 1`` of the file."""
     text = str(exc).strip()
     found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
     if found:
         expected, line, saw = (int(g) for g in found.groups())
+        line += lines_before
         return (f"data row {line - 1} (line {line}) has {saw} fields, the header has {expected} "
                 "(--bad-rows drop skips such lines)")
     found = re.search(r"EOF inside string starting at row (\d+)", text)
     if found:
-        return (f"data row {found.group(1)}: a quoted field opens with '\"' but is never closed; close it, or "
+        return (f"data row {int(found.group(1)) + lines_before}: a quoted field opens with '\"' but is never closed; close it, or "
                 "write a '\"' inside a quoted field as '\"\"'")
     return text.removeprefix("Error tokenizing data. C error: ")
 
@@ -491,9 +562,12 @@ def scan(
     """
     plan = plan_scan(schema.select(columns), subsets, max_cells=max_cells)
     counts = Counts(plan)
+    tally = Tally(plan)
     for chunk in iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
                               bad_rows=bad_rows):
-        counts.add(chunk.n_rows, count_codes(chunk.codes, plan), chunk.clipped, chunk.dropped)
+        tally.add(chunk.codes)
+        counts.add(chunk.n_rows, {}, chunk.clipped, chunk.dropped)
+    counts.add(0, tally.tables())
     if counts.n_rows == 0:
         raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
     return counts

@@ -378,3 +378,16 @@ def test_bad_writing_arguments_are_named_and_write_nothing(tmp_path, schema, opt
     with pytest.raises(error, match=message):
         write_synthetic(tmp_path / "s.csv", np.ones(schema.universe_size), schema, 10, **options)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_check_counts_one_block_when_writing_and_every_row_when_sampling_a_frame(tmp_path, schema, monkeypatch):
+    """write_synthetic holds one block of rows, sample_model every row: 40 MB of memory lets
+    the first write 10^7 rows' worth of planning pass and refuses the second."""
+    monkeypatch.setattr(synth.sample, "_available_memory", lambda: 40_000_000)
+    p = np.ones(schema.universe_size)
+    synth.sample.check_capacity(None, schema, 10**7, p)
+    with pytest.raises(SynthError, match=r"10,000,000 synthetic rows need about .* of memory"):
+        synth.sample.check_capacity(None, schema, 10**7, p, streamed=False)
+    model = Model(schema=schema, mechanism="test", distribution=p, rows=10**7, rows_public=True)
+    with pytest.raises(SynthError, match="of memory"):
+        sample_model(model, rng=0)
