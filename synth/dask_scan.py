@@ -1,7 +1,9 @@
 """The planned scan on Dask: the same tables as ``synth.data.scan``, counted where the data lives.
 
 Each partition is encoded and counted by the in-process code (``synth.data.encode``, then
-``synth.counts.count_codes``: the same validation, the same Numba kernel), on the workers;
+``synth.counts.count_codes``: the same validation, the same Numba kernel), on the workers; a
+CSV path is split by ``dask.bytes.read_bytes`` into blocks of whole lines, each read by the
+in-process CSV reader (its fast integer path, pandas for the rest);
 the partitions' counts are then summed in a tree on the workers too (``FAN_IN`` at a time),
 and only the final tables come back. Input: a Dask DataFrame, or a path that Dask reads
 (CSV, Parquet file or folder; only the needed columns). A bad value stops the scan with one
@@ -18,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .counts import Counts, ScanPlan, count_codes, plan_scan
-from .data import Progress, check_bad_rows, encode, is_parquet
+from .counts import Counts, ScanPlan, Tally, count_codes, plan_scan
+from .data import Progress, check_bad_rows, encode, encode_csv_lines, is_parquet
 from .errors import DataError, SynthError
 from .schema import Categorical, Schema
 from .tables import DEFAULT_MAX_CELLS
@@ -97,12 +99,18 @@ def scan_dask(
     check_bad_rows(bad_rows)
     selected = schema.select(columns)
     plan = plan_scan(selected, subsets, max_cells=max_cells)
-    frame, name = _frame(source, schema, selected)
-    parts = frame.to_delayed()
     import dask
 
-    leaves = [dask.delayed(_count_partition)(part, plan, name, k, len(parts), bad_rows)
-              for k, part in enumerate(parts)]
+    blocks = _csv_blocks(source, schema, selected)
+    if blocks is not None:
+        name, header, parts = blocks
+        leaves = [dask.delayed(_count_csv_block)(part, header, plan, name, k, len(parts), bad_rows)
+                  for k, part in enumerate(parts)]
+    else:
+        frame, name = _frame(source, schema, selected)
+        parts = frame.to_delayed()
+        leaves = [dask.delayed(_count_partition)(part, plan, name, k, len(parts), bad_rows)
+                  for k, part in enumerate(parts)]
     if client is None:
         client = _current_client()
     if client is None:
@@ -173,6 +181,41 @@ def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: i
         raise DataError(f"{where}: cannot read: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
                         ) from None
     counts.add(encoded.n_rows, count_codes(encoded.codes, plan), encoded.clipped, encoded.dropped)
+    return counts
+
+
+def _csv_blocks(source: Any, schema: Schema, selected: Schema):
+    """For a CSV path with a plain header: its name, header and blocks of whole lines
+    (``dask.bytes.read_bytes``, ``CSV_BLOCK_BYTES`` each, the first holding the header),
+    for the in-process CSV reader on each block; else None (Dask's own readers)."""
+    if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or is_parquet(Path(source)):
+        return None
+    from dask.bytes import read_bytes
+
+    from .data import _check_header, _read_header
+
+    path = Path(source)
+    header = _read_header(path)
+    _check_header(header, schema, selected, path)
+    with open(path, "rb") as handle:
+        if b'"' in handle.readline():
+            return None
+    _, (blocks,) = read_bytes(str(path), delimiter=b"\n", blocksize=CSV_BLOCK_BYTES, sample=False)
+    return str(path), header, blocks
+
+
+def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str, index: int, partitions: int,
+                     bad_rows: str) -> Counts:
+    """One block's counts (on a worker), read as ``synth.data.scan`` reads a file."""
+    where = f"{name} (partition {index + 1} of {partitions})"
+    if index == 0:
+        lines = lines[lines.find(b"\n") + 1:] if b"\n" in lines else b""  # the header
+    counts = Counts(plan)
+    tally = Tally(plan)
+    for encoded in encode_csv_lines(lines, header, plan.schema, source=where, bad_rows=bad_rows):
+        tally.add(encoded.codes)
+        counts.add(encoded.n_rows, {}, encoded.clipped, encoded.dropped)
+    counts.add(0, tally.tables())
     return counts
 
 

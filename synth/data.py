@@ -12,6 +12,7 @@ In Parquet, nulls are the missing values; a folder is read file by file (errors 
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 import warnings
@@ -29,7 +30,8 @@ from .counts import Counts, Tally, plan_scan
 from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
-__all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "iter_encoded", "read", "scan",
+__all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "encode_csv_lines", "iter_encoded",
+           "read", "scan",
            "decode"]
 
 #: Rows per chunk when streaming a CSV.
@@ -360,33 +362,47 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> It
     header = _read_header(path)
     selected = schema.select(columns)
     _check_header(header, schema, selected, path)
-    dtypes = {
-        c.name: "category"
-        for c in selected
-        if isinstance(c, Categorical) and not c.numeric_labels
-    }
     total_bytes = os.path.getsize(path)
     rows = 0
     with open(path, "rb") as handle:
-        for frame in _csv_frames(handle, path, header, selected, dtypes, chunk_rows, bad_rows == "drop"):
-            encoded = encode(frame[list(selected.names)], selected, source=path, first_row=rows + 1,
-                             bad_rows=bad_rows)
-            encoded.dropped += frame.attrs.get("skipped_lines", 0)
+        for encoded in _encode_csv(handle, path, header, selected, chunk_rows, bad_rows):
             yield encoded
-            rows += len(frame)
+            rows += encoded.n_rows + encoded.dropped
             if progress is not None:
                 progress(rows, min(handle.tell() / max(total_bytes, 1), 1.0))
     if rows == 0:
         raise DataError(f"{path}: has a header but no data rows")
 
 
+def encode_csv_lines(lines: bytes, header: list[str], selected: Schema, *, source: object,
+                     chunk_rows: int = DEFAULT_CHUNK_ROWS, bad_rows: str = "error") -> Iterator[Encoded]:
+    """``Encoded`` chunks of whole CSV lines without their header (a block of a bigger file,
+    as Dask splits one), read as ``iter_encoded`` reads a file; rows are numbered from the
+    block's first line."""
+    yield from _encode_csv(io.BytesIO(lines), source, header, selected, chunk_rows, bad_rows, header_read=True)
+
+
+def _encode_csv(handle, source, header: list[str], selected: Schema, chunk_rows: int, bad_rows: str,
+                header_read: bool = False) -> Iterator[Encoded]:
+    dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
+    rows = 0
+    for frame in _csv_frames(handle, source, header, selected, dtypes, chunk_rows, bad_rows == "drop",
+                             header_read):
+        encoded = encode(frame[list(selected.names)], selected, source=source, first_row=rows + 1,
+                         bad_rows=bad_rows)
+        encoded.dropped += frame.attrs.get("skipped_lines", 0)
+        rows += len(frame)
+        yield encoded
+
+
 def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes: dict, chunk_rows: int,
-                skip_long_lines: bool) -> Iterator[pd.DataFrame]:
+                skip_long_lines: bool, header_read: bool = False) -> Iterator[pd.DataFrame]:
     """The CSV's rows as DataFrames of up to ``chunk_rows`` rows: by the Numba reader of plain
     integer fields (``_plain_frames``) while the lines allow it, then by pandas
-    (``csv_chunks``) from the first chunk that holds anything else, to the end."""
+    (``csv_chunks``) from the first chunk that holds anything else, to the end.
+    ``header_read``: the handle starts after the header (or holds none)."""
     rows = 0
-    if PLAIN_CSV and not dtypes and b'"' not in handle.readline():  # numbers only, a plain header: the fast reader
+    if PLAIN_CSV and not dtypes and (header_read or b'"' not in handle.readline()):  # numbers only: fast reader
         for frame in _plain_frames(handle, header, selected, chunk_rows):
             if isinstance(frame, int):  # a line it does not take: pandas reads on from that chunk
                 handle.seek(frame)
@@ -395,6 +411,10 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
                 return
             rows += len(frame)
             yield frame
+        return
+    if header_read:
+        yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines,
+                              names=header)
         return
     handle.seek(0)
     yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines)
