@@ -168,39 +168,52 @@ LOG_EVERY = 60.0
 
 
 @contextlib.contextmanager
-def progress(label: str, quiet: bool) -> Iterator:
-    """Progress on stderr driven by the library's ``progress(rows, fraction)`` callback.
+def progress(label: str, quiet: bool, unit: str | None = None) -> Iterator:
+    """Progress on stderr driven by the library's ``progress(done, fraction)`` callback.
 
     A bar on a terminal; in a log or a pipe, plain lines ("label: 40% after 12 s, about 18 s
-    left") once the work has taken more than ``LOG_AFTER`` seconds.
+    left") once the work has taken more than ``LOG_AFTER`` seconds. With a ``unit`` ("rows"),
+    ``done`` counts it, and the bar and the lines show the count and its rate.
     """
     if quiet:
         yield None
         return
     if not sys.stderr.isatty():
-        yield _ProgressLines(label)
+        yield _ProgressLines(label, unit)
         return
-    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False) as bar:
-        done = [0]
+    started = time.monotonic()
 
-        def update(rows: int, fraction: float | None) -> None:
-            if fraction is not None:
-                target = int(fraction * 1000)
-                bar.update(target - done[0])
-                done[0] = target
+    def show(done):
+        return None if done is None or unit is None else _count_and_rate(done, unit, time.monotonic() - started)
+
+    with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, item_show_func=show) as bar:
+        shown = [0]
+
+        def update(done: int, fraction: float | None) -> None:
+            target = shown[0] if fraction is None else int(fraction * 1000)
+            bar.update(target - shown[0], done)
+            shown[0] = target
 
         yield update
+
+
+def _count_and_rate(done: int, unit: str, seconds: float) -> str:
+    """'12,000,000 rows, 2.4 M rows/s'."""
+    rate = done / seconds if seconds > 0 else 0.0
+    scaled = f"{rate / 1e6:.1f} M" if rate >= 1e6 else f"{rate / 1e3:.0f} k" if rate >= 1e3 else f"{rate:.0f}"
+    return f"{done:,} {unit}, {scaled} {unit}/s"
 
 
 class _ProgressLines:
     """The library's progress callback as plain stderr lines, for logs."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, unit: str | None = None):
         self.label = label
+        self.unit = unit
         self.started = self.last = time.monotonic()
         self.next_step = 0.1
 
-    def __call__(self, rows: int, fraction: float | None) -> None:
+    def __call__(self, done: int, fraction: float | None) -> None:
         now = time.monotonic()
         elapsed = now - self.started
         if elapsed < LOG_AFTER:
@@ -210,11 +223,12 @@ class _ProgressLines:
         elif now - self.last < LOG_EVERY:
             return
         self.last = now
+        count = f" ({_count_and_rate(done, self.unit, elapsed)})" if self.unit else ""
         if fraction is None or fraction <= 0:
-            click.echo(f"{self.label}: {rows:,} done after {elapsed:.0f} s", err=True)
+            click.echo(f"{self.label}: {done:,} done after {elapsed:.0f} s{count}", err=True)
             return
         left = elapsed * (1 - fraction) / fraction
-        click.echo(f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left", err=True)
+        click.echo(f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left{count}", err=True)
 
 
 def write_output(output: str, write) -> None:
@@ -276,13 +290,13 @@ def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet):
     if scheduler is None:
         from synth.data import scan
 
-        with progress(f"reading {data}", quiet) as update:
+        with progress(f"reading {data}", quiet, "rows") as update:
             return scan(data, schema, subsets, columns=columns, progress=update, bad_rows=bad_rows)
     from synth.dask_scan import close, connect, scan_dask
 
     client = connect(scheduler)
     try:
-        with progress(f"reading {data} on Dask ({scheduler})", quiet) as update:
+        with progress(f"reading {data} on Dask ({scheduler})", quiet, "rows") as update:
             return scan_dask(data, schema, subsets, columns=columns, client=client, progress=update,
                              bad_rows=bad_rows)
     finally:

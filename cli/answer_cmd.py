@@ -185,7 +185,7 @@ def _answer_from_model(data, schema_file, model_file, workload_file, columns, ou
 def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> None:
     from synth.exact import exact_answers
 
-    with progress(f"reading {data}", quiet) as update:
+    with progress(f"reading {data}", quiet, "rows") as update:
         result = exact_answers(data, full, queries, columns=columns, progress=update, bad_rows=bad_rows)
 
     def write(handle) -> None:
@@ -229,7 +229,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     from synth.pmw import HALTED, run_pmw
 
     warn_if_inferred(selected, schema_file)
-    with progress(f"reading {data}", quiet) as update:
+    with progress(f"reading {data}", quiet, "rows") as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     with progress("pmw", quiet) as update:
@@ -318,7 +318,7 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
     from synth.row_count import DEFAULT_COUNT_SHARE
 
     warn_if_inferred(selected, schema_file)
-    with progress(f"reading {data}", quiet) as update:
+    with progress(f"reading {data}", quiet, "rows") as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     opened = open_pmw(encoded.codes, selected, epsilon, delta, beta,

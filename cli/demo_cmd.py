@@ -64,7 +64,7 @@ def demo(output, epsilon, seed, quiet) -> None:
     workload = Workload(schema, Workload.marginals(schema, 2).queries + Workload.marginals(schema, 3).queries,
                         description="all 2- and 3-way marginals of the demo table")
     workload.save(folder / "workload.json")
-    with progress(f"reading {data.name}", quiet) as update:
+    with progress(f"reading {data.name}", quiet, "rows") as update:
         codes = read(data, schema, progress=update).codes
     tables = {subset: marginal(codes, schema, subset) for subset in workload.subsets}
     rng = np.random.default_rng(seed)  # one generator: the two runs draw independent noise
@@ -84,7 +84,7 @@ def demo(output, epsilon, seed, quiet) -> None:
                              f"{len(workload):,} queries one at a time (pmw-monitor.csv: the KL potential at each)")
         model.save(folder / f"{name}-model.npz")
         synthetic = folder / f"{name}-synthetic.csv"
-        with progress(f"writing {synthetic.name}", quiet) as update:
+        with progress(f"writing {synthetic.name}", quiet, "rows") as update:
             write_synthetic(synthetic, model.distribution, schema, round(model.rows), rng=rng, progress=update)
         monitor_log = None
         if monitor is not None:

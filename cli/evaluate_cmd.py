@@ -102,7 +102,7 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
 
         model = Model.load(model_file)
     if synthetic_file:
-        with progress(f"reading {synthetic_file}", quiet) as update:
+        with progress(f"reading {synthetic_file}", quiet, "rows") as update:
             released = read_synthetic(synthetic_file, full, queries, columns=columns, progress=update)
     elif answers_file:
         released = read_answers(answers_file, queries)
@@ -123,7 +123,7 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
         elif planned is not None and monitor.updates_allowed != planned:
             warn(f"{monitor_file} is from a run with L={monitor.updates_allowed:,} but {model_file} has "
                  f"L={int(planned):,}: are they from the same run?")
-    with progress(f"reading {data}", quiet) as update:
+    with progress(f"reading {data}", quiet, "rows") as update:
         truth = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
     for name, count in truth.clipped.items():
         note(f"column {name!r}: {count:,} rows of {data} outside the bin edges were clipped into the edge bins")

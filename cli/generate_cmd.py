@@ -191,7 +191,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
         check_table_size(selected, count, "n, public" if model.rows_public else "n, a noisy count")
     with output_group() as outputs:
         target = click.get_text_stream("stdout") if output == "-" else outputs.stage(output)
-        with progress(f"writing {output}", quiet) as update:
+        with progress(f"writing {output}", quiet, "rows") as update:
             written = write_synthetic(target, model.distribution, selected, count, method=rounding,
                                       rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
         if output == "-":

@@ -46,7 +46,7 @@ def sample(model_file, rows, rounding, numeric, seed, quiet, force, output) -> N
     if rows is None:
         check_table_size(model.schema, count, "the model's n", option="--rows")
     target = click.get_text_stream("stdout") if output == "-" else output
-    with progress(f"writing {output}", quiet) as update:
+    with progress(f"writing {output}", quiet, "rows") as update:
         written = write_synthetic(target, model.distribution, model.schema, count, method=rounding,
                                   numeric=numeric, rng=seed, progress=update)
     if output == "-":
