@@ -9,13 +9,16 @@ for later runs; delete the folder to reclaim the disk: 10^8 rows take about 2 GB
 The scan counts the tables of all 28 two-way marginals.
 
 Each measured step runs in a fresh Python process, which reports its own wall time and peak
-resident memory (``ru_maxrss``): the in-process scan (``synth.data.scan``) of the CSV and of
-the Parquet folder; ``pandas.read_csv`` / ``pandas.read_parquet`` of the same 8 columns (only
+resident memory (``ru_maxrss``): the in-process scan (``synth.data.scan``) of the CSV (and of
+the CSV with every line through pandas' parser, ``synth.data.PLAIN_CSV = False``) and of the
+Parquet folder; ``pandas.read_csv`` / ``pandas.read_parquet`` of the same 8 columns (only
 where the frame fits in a third of the machine's memory); the Dask scan on a local cluster of
 2 workers (``synth.dask_scan.scan_dask``, cluster start-up excluded); and, at the largest n,
-the whole ``synth generate`` (MWEM, eps 1, n noisy, the 7 pairs of neighbouring columns, a factored
-model: a dense fit of this 3.8-million-cell universe takes minutes, and is not what is measured here) on each input, with the cluster started by
-``--scheduler local`` included for the Dask one.
+the whole ``synth generate`` (MWEM, eps 1, n noisy, the 7 pairs of neighbouring columns, a
+factored model: a dense fit of this 38-million-cell universe takes minutes, and is not what
+is measured here; ``--sample-rows 1000000``: sampling holds one block of rows whatever their
+number) on each input, with the cluster started by ``--scheduler local`` included for the Dask
+one. The three synthetic tables are then compared byte for byte (same seed, same tables in).
 
 Usage: ``python benchmarks/bench_scan.py [--quick] [--rows 1e6,1e7,1e8] [--no-write]``
 """
@@ -85,8 +88,13 @@ def write_table(n: int) -> Path:
     return folder
 
 
+#: Synthetic rows each generate writes (sampling holds one block of rows whatever their number;
+#: writing 10^8 rows would time the CSV writer, not the scan).
+SAMPLE_ROWS = 10**6
+
 STEP = textwrap.dedent("""
     import json, resource, sys, time
+    SAMPLE_ROWS = %d
     folder, step = sys.argv[1], sys.argv[2]
     from synth.schema import Schema
     from synth.workload import Workload
@@ -94,9 +102,10 @@ STEP = textwrap.dedent("""
     subsets = Workload.load(folder + "/w2.json", schema).subsets
     names = list(schema.names)
     start = time.perf_counter()
-    if step == "scan csv":
-        from synth.data import scan
-        rows = scan(folder + "/data.csv", schema, subsets).n_rows
+    if step.startswith("scan csv"):
+        from synth import data
+        data.PLAIN_CSV = step == "scan csv"  # "scan csv, pandas parser": every line through pandas
+        rows = data.scan(folder + "/data.csv", schema, subsets).n_rows
     elif step == "scan parquet":
         from synth.data import scan
         rows = scan(folder + "/parquet", schema, subsets).n_rows
@@ -118,9 +127,10 @@ STEP = textwrap.dedent("""
         from cli.main import main
         data = {"generate csv": "/data.csv", "generate parquet": "/parquet", "generate dask": "/data.csv"}[step]
         extra = ["--scheduler", "local"] if step == "generate dask" else []
+        output = folder + "/synthetic-" + step.split()[-1] + ".csv"
         args = ["generate", folder + data, "--schema", folder + "/schema.json", "--workload", folder + "/chain.json",
-                "--epsilon", "1", "--seed", "1", "--representation", "factored", "-o", folder + "/synthetic.csv", "--force",
-                "--quiet", *extra]
+                "--epsilon", "1", "--seed", "1", "--representation", "factored", "--sample-rows", str(SAMPLE_ROWS),
+                "-o", output, "--force", "--quiet", *extra]
         try:
             main(args, standalone_mode=False)
         except SystemExit:
@@ -128,8 +138,9 @@ STEP = textwrap.dedent("""
         rows = None
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "peak": peak, "rows": rows}))
-""")
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest ended child's
+    print(json.dumps({"seconds": seconds, "peak": peak, "rows": rows, "workers": workers}))
+""" % SAMPLE_ROWS)
 
 
 def measure(folder: Path, step: str) -> dict:
@@ -160,7 +171,7 @@ def main(argv=None) -> None:
     for n in sizes:
         with bench.stage(f"writing the {n:,}-row table (once)"):
             folder = write_table(n)
-        steps = ["scan csv", "scan parquet", "dask csv", "dask parquet"]
+        steps = ["scan csv", "scan csv, pandas parser", "scan parquet", "dask csv", "dask parquet"]
         if fits_in_memory(n):
             steps += ["pandas.read_csv", "pandas.read_parquet"]
         if n == max(sizes):
@@ -168,30 +179,38 @@ def main(argv=None) -> None:
         for step in steps:
             with bench.stage(f"{n:,} rows: {step}"):
                 results[n, step] = measure(folder, step)
-    bench.publish(SECTION, report(bench, sizes, results))
+    same = None
+    if any(step.startswith("generate") for _, step in results):
+        outputs = [(table_folder(max(sizes)) / f"synthetic-{kind}.csv").read_bytes() for kind in ("csv", "parquet", "dask")]
+        same = all(output == outputs[0] for output in outputs)
+    bench.publish(SECTION, report(bench, sizes, results, same))
 
 
-def report(bench, sizes, results) -> str:
+def report(bench, sizes, results, same: bool | None) -> str:
     lines = bench.header("The planned scan: CSV, Parquet and Dask against n (bench_scan)", [np, pd],
                          repeats=False)
     lines.append("One run per figure, each step in a fresh process (wall time; peak resident memory of that "
                  "process). Scans count all 28 two-way marginals of an 8-column integer-coded table; generate "
-                 "is the whole `synth generate` (MWEM, eps 1, n noisy, the 7 neighbouring pairs, factored model). Dask: a local cluster of 2 single-thread "
-                 "worker processes (its start-up excluded from the scans, included in `generate dask`), whose "
-                 "memory is in the workers, not in the peak shown.")
+                 "is the whole `synth generate` (MWEM, eps 1, n noisy, the 7 neighbouring pairs, factored model, "
+                 f"{SAMPLE_ROWS:,} synthetic rows). Dask: a local cluster of 2 single-thread "
+                 "worker processes (its start-up excluded from the scans, included in `generate dask`); the "
+                 "largest worker's peak is shown beside the main process's.")
     lines.append("")
     table = []
     for (n, step), figure in results.items():
         rate = f"{figure['rows'] / figure['seconds'] / 1e6:.2f} M rows/s" if figure["rows"] else ""
-        table.append([f"{n:,}", step, f"{figure['seconds']:.1f} s", rate, f"{figure['peak'] / 2**20:,.0f} MiB"])
+        workers = f"{figure['workers'] / 2**20:,.0f} MiB" if "dask" in step and figure.get("workers") else ""
+        table.append([f"{n:,}", step, f"{figure['seconds']:.1f} s", rate, f"{figure['peak'] / 2**20:,.0f} MiB",
+                      workers])
     lines.append(markdown_table([("rows", "---:"), ("step", ":---"), ("time", "---:"), ("throughput", "---:"),
-                                 ("peak memory", "---:")], table))
+                                 ("peak memory", "---:"), ("a Dask worker's peak", "---:")], table))
     lines.append("")
     ratios = []
     for n in sizes:
         get = lambda step: results.get((n, step), {}).get("seconds")  # noqa: E731
         pairs = [("CSV scan / pandas.read_csv", get("scan csv"), get("pandas.read_csv")),
                  ("Parquet scan / CSV scan", get("scan parquet"), get("scan csv")),
+                 ("Parquet scan / CSV scan with pandas' parser", get("scan parquet"), get("scan csv, pandas parser")),
                  ("Dask CSV / in-process CSV", get("dask csv"), get("scan csv")),
                  ("Dask Parquet / in-process Parquet", get("dask parquet"), get("scan parquet"))]
         for label, a, b in pairs:
@@ -202,6 +221,10 @@ def report(bench, sizes, results) -> str:
             a, b = results[small, step]["seconds"], results[large, step]["seconds"]
             ratios.append([f"{small:,} -> {large:,}", f"{step}: time grows", f"{b / a:.1f}x (rows x{large // small})"])
     lines.append(markdown_table([("rows", "---:"), ("ratio", ":---"), ("value", "---:")], ratios))
+    if same is not None:
+        lines.append("")
+        lines.append(f"The three synthetic tables of {max(sizes):,} rows (generate on the CSV, on the Parquet folder, "
+                     f"and through --scheduler local; seed 1): {'byte for byte the same' if same else 'DIFFERENT'}.")
     return "\n".join(lines)
 
 

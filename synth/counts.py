@@ -97,9 +97,10 @@ class Tally:
         self.partial = np.zeros((parts, self.layout.cells), dtype=np.int64)
         self.rows = 0
 
-    def add(self, codes: np.ndarray) -> None:
+    def add(self, codes: np.ndarray, *, checked: bool = False) -> None:
         """Count one chunk of codes (shape (rows, len(schema))). ``DataError`` naming the row
-        (of the chunk, from 1) and column of a code outside its column's range."""
+        (of the chunk, from 1) and column of a code outside its column's range, unless
+        ``checked`` says the codes are known to be in range (``synth.data.encode``'s)."""
         codes = np.ascontiguousarray(codes)
         schema = self.plan.schema
         if codes.ndim != 2 or codes.shape[1] != len(schema):
@@ -109,7 +110,7 @@ class Tally:
         partial = self.partial if codes.shape[0] >= PARALLEL_ROWS else self.partial[:1]
         layout = self.layout
         bad = count_tables(codes, layout.columns, layout.sizes, layout.strides, layout.widths, layout.offsets,
-                           partial)
+                           partial, not checked)
         if bad >= 0:
             column = next(j for j in range(len(schema)) if not 0 <= codes[bad, j] < schema.shape[j])
             raise DataError(f"row {bad + 1}, column {schema.names[column]!r}: code {codes[bad, column]} is outside "

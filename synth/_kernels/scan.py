@@ -87,16 +87,18 @@ COUNT_BLOCK_ROWS = 2048
 
 
 @njit(cache=True)
-def _count_rows(codes, start, stop, columns, sizes, strides, widths, offsets, out):  # pragma: no cover - compiled
+def _count_rows(codes, start, stop, columns, sizes, strides, widths, offsets, check, out):  # pragma: no cover
     """Add rows ``start:stop`` of ``codes`` to every table (see ``count_tables``), a block of
-    rows at a time and table by table within a block; return the first row holding a code
-    outside its column's range (counting stops there, some tables short of it), or -1."""
+    rows at a time and table by table within a block; with ``check``, return the first row
+    holding a code outside its column's range (counting stops there, some tables short of
+    it), else -1."""
     for first in range(start, stop, COUNT_BLOCK_ROWS):
         last = min(stop, first + COUNT_BLOCK_ROWS)
-        for i in range(first, last):  # every code in range before any is counted
-            for j in range(codes.shape[1]):
-                if np.int64(codes[i, j]) < 0 or np.int64(codes[i, j]) >= sizes[j]:
-                    return i
+        if check:  # every code in range before any is counted
+            for i in range(first, last):
+                for j in range(codes.shape[1]):
+                    if np.int64(codes[i, j]) < 0 or np.int64(codes[i, j]) >= sizes[j]:
+                        return i
         for t in range(offsets.shape[0]):
             offset = offsets[t]
             if widths[t] == 2:  # the common case (two-way marginals), unrolled
@@ -113,7 +115,7 @@ def _count_rows(codes, start, stop, columns, sizes, strides, widths, offsets, ou
 
 
 @njit(cache=True, parallel=True)
-def count_tables(codes, columns, sizes, strides, widths, offsets, partial):  # pragma: no cover - compiled
+def count_tables(codes, columns, sizes, strides, widths, offsets, partial, check=True):  # pragma: no cover
     """Add the rows of ``codes`` to every table of a scan plan, in one pass over the rows.
 
     The tables lie end to end in a flat int64 array; table t starts at ``offsets[t]`` and
@@ -121,14 +123,15 @@ def count_tables(codes, columns, sizes, strides, widths, offsets, partial):  # p
     stride ``strides[t, j]``. ``sizes[j]`` is column j's size. ``partial`` holds one such
     array per slice of the rows (shape (slices, cells)): the slices are counted in parallel,
     each into its own array, and the caller sums them (integers: the order cannot change
-    the sum). Returns -1, or the first row holding a code outside its column's range.
+    the sum). Returns -1, or the first row holding a code outside its column's range
+    (``check=False`` skips that check: for codes already checked, as ``encode`` gives them).
     """
     n = codes.shape[0]
     parts = partial.shape[0]
     bad = np.full(parts, -1, dtype=np.int64)
     for p in prange(parts):
         bad[p] = _count_rows(codes, n * p // parts, n * (p + 1) // parts, columns, sizes, strides, widths,
-                             offsets, partial[p])
+                             offsets, check, partial[p])
     for p in range(parts):
         if bad[p] >= 0:
             return bad[p]
