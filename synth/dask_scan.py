@@ -238,7 +238,7 @@ def _frame(source: Any, schema: Schema, selected: Schema):
 
     if is_parquet(path):
         _check_header(list(_parquet_dataset(path).schema.names), schema, selected, path)
-        return dd.read_parquet(str(path), columns=names), str(path)
+        return dd.read_parquet(str(path), columns=names, split_row_groups=True), str(path)  # a partition a row group
     _check_header(_read_header(path), schema, selected, path)
     dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
     frame = dd.read_csv(str(path), usecols=names, dtype=dtypes, na_values=[""], keep_default_na=False,
