@@ -90,10 +90,12 @@ class Tally:
     one pass over each chunk (``synth._kernels.scan.count_tables``), in per-thread copies
     kept across chunks and summed once, by ``tables()``."""
 
-    def __init__(self, plan: ScanPlan):
+    def __init__(self, plan: ScanPlan, parts: int | None = None):
+        """``parts``: slices counted in parallel (default: one per Numba thread, at most
+        ``MAX_COUNT_PARTS``; 1 where the caller is already one of many parallel tasks)."""
         self.plan = plan
         self.layout = _layout(plan.schema, plan.counted)
-        parts = min(numba.get_num_threads(), MAX_COUNT_PARTS)
+        parts = min(numba.get_num_threads(), MAX_COUNT_PARTS) if parts is None else max(1, int(parts))
         self.partial = np.zeros((parts, self.layout.cells), dtype=np.int64)
         self.rows = 0
 

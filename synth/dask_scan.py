@@ -180,7 +180,7 @@ def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: i
     except Exception as exc:  # noqa: BLE001 - pandas/pyarrow errors of a damaged block
         raise DataError(f"{where}: cannot read: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
                         ) from None
-    tally = Tally(plan)
+    tally = Tally(plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
     tally.add(encoded.codes, checked=True)  # encode checked every code
     counts.add(encoded.n_rows, tally.tables(), encoded.clipped, encoded.dropped)
     return counts
@@ -213,7 +213,7 @@ def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str,
     if index == 0:
         lines = lines[lines.find(b"\n") + 1:] if b"\n" in lines else b""  # the header
     counts = Counts(plan)
-    tally = Tally(plan)
+    tally = Tally(plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
     for encoded in encode_csv_lines(lines, header, plan.schema, source=where, bad_rows=bad_rows):
         tally.add(encoded.codes, checked=True)  # encode checked every code
         counts.add(encoded.n_rows, {}, encoded.clipped, encoded.dropped)
