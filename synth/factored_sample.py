@@ -24,7 +24,7 @@ import numpy as np
 
 from .data import code_dtype
 from .rng import make_rng
-from .sample import METHODS, block_count, round_counts, split_counts
+from .sample import METHODS, round_counts, shuffled_blocks
 
 __all__ = ["iter_factored", "sample_factored"]
 
@@ -53,10 +53,7 @@ def iter_factored(model, rows: int, method: str = "round", rng: np.random.Genera
     calibration = model.calibrate()
     root = calibration.tree.order[0]
     counts = round_counts(calibration.beliefs[root].reshape(-1), rows, method, rng)
-    occupied = np.flatnonzero(counts)
-    for part in split_counts(counts[occupied], block_count(rows, block_rows), rng):
-        cells = np.repeat(occupied, part)
-        rng.shuffle(cells)
+    for cells in shuffled_blocks(counts, rng, block_rows):
         yield _descend(calibration, schema, cells, method, rng)
 
 

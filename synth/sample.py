@@ -37,7 +37,7 @@ from .schema import Categorical, Numeric, Schema
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["check_capacity", "check_output_format", "estimated_row_bytes", "decode_rows", "iter_codes", "round_counts", "sample_codes", "split_counts", "sample_model", "write_synthetic"]
+__all__ = ["check_capacity", "check_output_format", "estimated_row_bytes", "decode_rows", "iter_codes", "round_counts", "sample_codes", "shuffled_blocks", "split_counts", "sample_model", "write_synthetic"]
 
 METHODS = ("round", "multinomial")
 NUMERIC_MODES = ("uniform", "midpoint")
@@ -137,13 +137,21 @@ def iter_codes(
         raise ValueError(
             f"distribution has {p.size} cells but the schema's universe has {schema.universe_size}"
         )
-    counts = round_counts(p, rows, method, rng)
-    occupied = np.flatnonzero(counts)
     dtype = code_dtype(schema)
-    for part in split_counts(counts[occupied], block_count(rows, block_rows), rng):
+    for cells in shuffled_blocks(round_counts(p, rows, method, rng), rng, block_rows):
+        yield schema.cell_codes(cells).astype(dtype)
+
+
+def shuffled_blocks(counts: np.ndarray, rng: np.random.Generator, block_rows: int | None = None
+                    ) -> Iterator[np.ndarray]:
+    """The rows of ``counts`` (rows per cell) as cell indices in random order, in blocks of
+    about ``block_rows``: the counts dealt into blocks (``split_counts``), each block
+    shuffled."""
+    occupied = np.flatnonzero(counts)
+    for part in split_counts(counts[occupied], block_count(int(counts.sum()), block_rows), rng):
         cells = np.repeat(occupied, part)
         rng.shuffle(cells)
-        yield schema.cell_codes(cells).astype(dtype)
+        yield cells
 
 
 def block_count(rows: int, block_rows: int | None = None) -> int:
