@@ -25,7 +25,7 @@ from .errors import DataError, SynthError
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
 
-__all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "Tally", "count_codes", "data_marginal", "data_rows", "plan_scan"]
+__all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "Tally", "count_codes", "count_encoded", "data_marginal", "data_rows", "plan_scan"]
 
 #: Count the whole universe (one pass over each chunk) instead of several maximal subsets when it
 #: has at most this many cells (8 MiB of int64): every planned table is then a sum of it.
@@ -97,7 +97,6 @@ class Tally:
         self.layout = _layout(plan.schema, plan.counted)
         parts = min(numba.get_num_threads(), MAX_COUNT_PARTS) if parts is None else max(1, int(parts))
         self.partial = np.zeros((parts, self.layout.cells), dtype=np.int64)
-        self.rows = 0
 
     def add(self, codes: np.ndarray, *, checked: bool = False) -> None:
         """Count one chunk of codes (shape (rows, len(schema))). ``DataError`` naming the row
@@ -117,13 +116,24 @@ class Tally:
             column = next(j for j in range(len(schema)) if not 0 <= codes[bad, j] < schema.shape[j])
             raise DataError(f"row {bad + 1}, column {schema.names[column]!r}: code {codes[bad, column]} is outside "
                             f"0..{schema.shape[column] - 1}")
-        self.rows += codes.shape[0]
 
     def tables(self) -> dict[tuple[str, ...], np.ndarray]:
         """The counted tables (flat int64), summed over the per-thread copies."""
         flat = self.partial.sum(axis=0)
         return {subset: flat[start:start + _cells(self.plan.schema, subset)]
                 for subset, start in zip(self.plan.counted, self.layout.offsets)}
+
+
+def count_encoded(chunks: Iterable, plan: ScanPlan, *, parts: int | None = None) -> Counts:
+    """The counts of chunks as ``synth.data.encode`` gives them (codes already checked, clip
+    and drop counts), in one ``Tally``; ``parts`` as ``Tally`` takes it."""
+    counts = Counts(plan)
+    tally = Tally(plan, parts)
+    for chunk in chunks:
+        tally.add(chunk.codes, checked=True)
+        counts.add(chunk.n_rows, {}, chunk.clipped, chunk.dropped)
+    counts.add(0, tally.tables())
+    return counts
 
 
 @dataclass(frozen=True)

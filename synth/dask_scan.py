@@ -1,7 +1,7 @@
 """The planned scan on Dask: the same tables as ``synth.data.scan``, counted where the data lives.
 
 Each partition is encoded and counted by the in-process code (``synth.data.encode``, then
-``synth.counts.Tally``: the same validation, the same Numba kernel), on the workers; a
+``synth.counts.count_encoded``: the same validation, the same Numba kernel), on the workers; a
 CSV path is split by ``dask.bytes.read_bytes`` into blocks of whole lines, each read by the
 in-process CSV reader (its fast integer path, pandas for the rest);
 the partitions' counts are then summed in a tree on the workers too (``FAN_IN`` at a time),
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .counts import Counts, ScanPlan, Tally, plan_scan
+from .counts import Counts, ScanPlan, count_encoded, plan_scan
 from .data import Progress, check_bad_rows, encode, encode_csv_lines, is_parquet
 from .errors import DataError, SynthError
 from .schema import Categorical, Schema
@@ -172,7 +172,6 @@ def _merge(*parts: Counts) -> Counts:
 def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: int, bad_rows: str) -> Counts:
     """One partition's counts (on a worker): encoded and checked as in-process chunks are."""
     where = f"{name} (partition {index + 1} of {partitions})"
-    counts = Counts(plan)
     try:
         encoded = encode(frame, plan.schema, source=where, bad_rows=bad_rows)
     except DataError:
@@ -180,10 +179,7 @@ def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: i
     except Exception as exc:  # noqa: BLE001 - pandas/pyarrow errors of a damaged block
         raise DataError(f"{where}: cannot read: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
                         ) from None
-    tally = Tally(plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
-    tally.add(encoded.codes, checked=True)  # encode checked every code
-    counts.add(encoded.n_rows, tally.tables(), encoded.clipped, encoded.dropped)
-    return counts
+    return count_encoded([encoded], plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
 def _csv_blocks(source: Any, schema: Schema, selected: Schema):
@@ -212,13 +208,8 @@ def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str,
     where = f"{name} (partition {index + 1} of {partitions})"
     if index == 0:
         lines = lines[lines.find(b"\n") + 1:] if b"\n" in lines else b""  # the header
-    counts = Counts(plan)
-    tally = Tally(plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
-    for encoded in encode_csv_lines(lines, header, plan.schema, source=where, bad_rows=bad_rows):
-        tally.add(encoded.codes, checked=True)  # encode checked every code
-        counts.add(encoded.n_rows, {}, encoded.clipped, encoded.dropped)
-    counts.add(0, tally.tables())
-    return counts
+    return count_encoded(encode_csv_lines(lines, header, plan.schema, source=where, bad_rows=bad_rows), plan,
+                         parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
 def _frame(source: Any, schema: Schema, selected: Schema):

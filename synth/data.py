@@ -26,7 +26,7 @@ import pandas as pd
 
 from .errors import DataError, locate
 from ._kernels.scan import parse_int_lines
-from .counts import Counts, Tally, plan_scan
+from .counts import Counts, count_encoded, plan_scan
 from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
@@ -606,13 +606,8 @@ def scan(
     ``bad_rows`` as in ``read``; ``Counts.dropped`` counts dropped rows.
     """
     plan = plan_scan(schema.select(columns), subsets, max_cells=max_cells)
-    counts = Counts(plan)
-    tally = Tally(plan)
-    for chunk in iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
-                              bad_rows=bad_rows):
-        tally.add(chunk.codes, checked=True)  # encode checked every code
-        counts.add(chunk.n_rows, {}, chunk.clipped, chunk.dropped)
-    counts.add(0, tally.tables())
+    counts = count_encoded(iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
+                                        bad_rows=bad_rows), plan)
     if counts.n_rows == 0:
         raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
     return counts
