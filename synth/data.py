@@ -431,18 +431,16 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
         for frame in _plain_frames(handle, header, selected, chunk_rows):
             if isinstance(frame, int):  # a line it does not take: pandas reads on from that chunk
                 handle.seek(frame)
-                yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows,
-                                      skip_long_lines=skip_long_lines, names=header, rows_before=rows)
-                return
+                header_read = True
+                break
             rows += len(frame)
             yield frame
-        return
-    if header_read:
-        yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines,
-                              names=header)
-        return
-    handle.seek(0)
-    yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines)
+        else:
+            return
+    elif not header_read:
+        handle.seek(0)  # pandas reads the header itself
+    yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines,
+                          names=header if header_read else None, rows_before=rows)
 
 
 #: Read plain integer lines with the Numba reader (False: pandas reads every line; the

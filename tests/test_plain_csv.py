@@ -22,7 +22,6 @@ SCHEMA = Schema((Coded("a", 4), Numeric("b", (0, 10, 100, 1000)), Coded("c", 12)
 
 def reference_parse(buf: bytes, start: int, n_fields: int, field_column: list[int], capacity: int, final: bool):
     """parse_int_lines' rules, line by line in Python: (rows, end, values) or None to defer."""
-    text = buf[start:]
     rows, at, values = 0, start, []
     while rows < capacity:
         newline = buf.find(b"\n", at)
@@ -47,7 +46,6 @@ def reference_parse(buf: bytes, start: int, n_fields: int, field_column: list[in
                 row[column] = int(field)
         values.append([row[c] for c in sorted(row)])
         rows, at = rows + 1, end
-    del text
     return rows, at, values
 
 
