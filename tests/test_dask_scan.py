@@ -13,9 +13,8 @@ from cli.main import main
 from synth import Synthesizer
 from synth.data import scan
 from synth.errors import DataError, SynthError
-from synth.workload import Workload
 
-from .test_parquet_input import SCHEMA, rows
+from .test_parquet_input import SCHEMA, write_inputs
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -32,15 +31,7 @@ def client():
 
 @pytest.fixture
 def inputs(tmp_path):
-    frame = rows(5000, 1)
-    frame.to_csv(tmp_path / "d.csv", index=False)
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, part in enumerate(np.array_split(np.arange(len(frame)), 4)):
-        frame.iloc[part].to_parquet(folder / f"part-{i}.parquet")
-    SCHEMA.save(tmp_path / "schema.json")
-    Workload.marginals(SCHEMA, 2).save(tmp_path / "w2.json")
-    return tmp_path
+    return write_inputs(tmp_path, 5000, 4)
 
 
 def _assert_same(counts, expected):

@@ -25,18 +25,23 @@ def rows(n: int, seed: int) -> pd.DataFrame:
                          "zone": rng.integers(0, 3, n)})
 
 
+def write_inputs(folder, n: int, files: int):
+    """``rows(n, 1)`` as d.csv, d.parquet and a folder parts/ of ``files`` Parquet files, with
+    the schema and the workload of every two-way marginal."""
+    frame = rows(n, 1)
+    frame.to_csv(folder / "d.csv", index=False)
+    frame.to_parquet(folder / "d.parquet")
+    (folder / "parts").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), files)):
+        frame.iloc[part].to_parquet(folder / "parts" / f"part-{i}.parquet")
+    SCHEMA.save(folder / "schema.json")
+    Workload.marginals(SCHEMA, 2).save(folder / "w2.json")
+    return folder
+
+
 @pytest.fixture
 def inputs(tmp_path):
-    frame = rows(3000, 1)
-    frame.to_csv(tmp_path / "d.csv", index=False)
-    frame.to_parquet(tmp_path / "d.parquet")
-    folder = tmp_path / "parts"
-    folder.mkdir()
-    for i, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
-        frame.iloc[part].to_parquet(folder / f"part-{i}.parquet")
-    SCHEMA.save(tmp_path / "schema.json")
-    Workload.marginals(SCHEMA, 2).save(tmp_path / "w2.json")
-    return tmp_path
+    return write_inputs(tmp_path, 3000, 3)
 
 
 def test_csv_parquet_file_and_folder_give_the_same_tables(inputs):
