@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, locate
-from ._kernels.scan import parse_int_lines
+from ._kernels.scan import pack_column, parse_int_lines
 from .counts import Counts, count_encoded, plan_scan
 from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
@@ -51,7 +51,8 @@ PRIVATE_VALUE_NOTE = "(NON-PRIVATE: this message quotes the private data; --bad-
 
 @dataclass
 class Encoded:
-    """Integer codes of rows under ``schema`` (shape ``(n, len(schema))``) and clip counts.
+    """Integer codes of rows under ``schema`` (shape ``(n, len(schema))``; column-major from
+    the readers, as counting reads them) and clip counts.
 
     ``dropped`` counts rows removed by ``bad_rows="drop"``: it is computed from the private
     data, so a private run must never report it.
@@ -125,7 +126,7 @@ def encode(
     codes = _plain_codes(frame, selected)
     if codes is not None:
         return Encoded(selected, codes)
-    codes = np.empty((len(frame), len(selected)), dtype=code_dtype(selected))
+    codes = np.empty((len(frame), len(selected)), dtype=code_dtype(selected), order="F")  # filled column by column
     clipped_rows: dict[str, np.ndarray] = {}
     bad = np.zeros(len(frame), dtype=bool)
     for j, column in enumerate(selected):
@@ -146,19 +147,39 @@ def encode(
 
 def _plain_codes(frame: pd.DataFrame, selected: Schema) -> np.ndarray | None:
     """The codes of a frame whose columns are all coded, held as plain integers, every one in
-    range (the common case, checked by one min and max a column); else None (``encode``
-    then goes column by column, and words any problem)."""
+    range (the common case); else None (``encode`` then goes column by column, and words any
+    problem)."""
+    def integers(name: str) -> np.ndarray | None:
+        series = frame[name]
+        return series.to_numpy() if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu" else None
+
+    return _checked_codes(integers, len(frame), selected)
+
+
+def _arrow_codes(batch, selected: Schema) -> np.ndarray | None:
+    """``_plain_codes`` of an Arrow record batch, straight from its integer buffers (no pandas
+    frame: that conversion took longer than the Parquet decoding); None where a column is not
+    plain integers without nulls."""
+    import pyarrow as pa
+
+    def integers(name: str) -> np.ndarray | None:
+        array = batch.column(name)
+        return array.to_numpy() if pa.types.is_integer(array.type) and array.null_count == 0 else None
+
+    return _checked_codes(integers, batch.num_rows, selected)
+
+
+def _checked_codes(integers: Callable[[str], np.ndarray | None], rows: int, selected: Schema) -> np.ndarray | None:
+    """The codes of ``rows`` rows from each column's plain integers (``integers(name)``, None
+    where they are not), or None unless every column is coded and in range (one pass a
+    column: ``synth._kernels.scan.pack_column``)."""
     if not all(isinstance(column, Coded) for column in selected):
         return None
-    codes = np.empty((len(frame), len(selected)), dtype=code_dtype(selected))
+    codes = np.empty((rows, len(selected)), dtype=code_dtype(selected), order="F")
     for j, column in enumerate(selected):
-        series = frame[column.name]
-        if not (isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu"):
+        values = integers(column.name)
+        if values is None or pack_column(values, column.size, codes, j) >= 0:
             return None
-        values = series.to_numpy()
-        if values.size and (values.min() < 0 or values.max() >= column.size):
-            return None
-        codes[:, j] = values
     return codes
 
 
@@ -354,10 +375,13 @@ def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -
         try:
             batches = pq.ParquetFile(fragment.path).iter_batches(batch_size=chunk_rows, columns=list(selected.names))
             for batch in batches:
-                frame = batch.to_pandas()
-                yield encode(frame, selected, source=source, first_row=done + 1, bad_rows=bad_rows)
-                done += len(frame)
-                rows += len(frame)
+                codes = _arrow_codes(batch, selected)
+                if codes is not None:
+                    yield Encoded(selected, codes)
+                else:  # labels, decimals, nulls or a bad value: pandas' path words the problem
+                    yield encode(batch.to_pandas(), selected, source=source, first_row=done + 1, bad_rows=bad_rows)
+                done += batch.num_rows
+                rows += batch.num_rows
                 if progress is not None:
                     progress(rows, rows / max(total, 1))
         except DataError:
@@ -411,30 +435,38 @@ def _encode_csv(handle, source, header: list[str], selected: Schema, chunk_rows:
                 header_read: bool = False) -> Iterator[Encoded]:
     dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
     rows = 0
+    names = list(selected.names)
     for frame in _csv_frames(handle, source, header, selected, dtypes, chunk_rows, bad_rows == "drop",
                              header_read):
-        encoded = encode(frame[list(selected.names)], selected, source=source, first_row=rows + 1,
-                         bad_rows=bad_rows)
+        if isinstance(frame, np.ndarray):  # the plain reader's values, a column a row
+            values = frame
+            codes = _checked_codes(lambda name: values[names.index(name)], values.shape[1], selected)
+            if codes is not None:
+                rows += values.shape[1]
+                yield Encoded(selected, codes)
+                continue
+            frame = pd.DataFrame(values.T, columns=names, copy=False)
+        encoded = encode(frame[names], selected, source=source, first_row=rows + 1, bad_rows=bad_rows)
         encoded.dropped += frame.attrs.get("skipped_lines", 0)
         rows += len(frame)
         yield encoded
 
 
 def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes: dict, chunk_rows: int,
-                skip_long_lines: bool, header_read: bool = False) -> Iterator[pd.DataFrame]:
-    """The CSV's rows as DataFrames of up to ``chunk_rows`` rows: by the Numba reader of plain
-    integer fields (``_plain_frames``) while the lines allow it, then by pandas
-    (``csv_chunks``) from the first chunk that holds anything else, to the end.
+                skip_long_lines: bool, header_read: bool = False) -> Iterator[pd.DataFrame | np.ndarray]:
+    """The CSV's rows, up to ``chunk_rows`` at a time: by the Numba reader of plain integer
+    fields (``_plain_values``: arrays of shape (columns, rows)) while the lines allow it, then
+    as DataFrames by pandas (``csv_chunks``) from the first chunk that holds anything else.
     ``header_read``: the handle starts after the header (or holds none)."""
     rows = 0
     if PLAIN_CSV and not dtypes and (header_read or b'"' not in handle.readline()):  # numbers only: fast reader
-        for frame in _plain_frames(handle, header, selected, chunk_rows):
-            if isinstance(frame, int):  # a line it does not take: pandas reads on from that chunk
-                handle.seek(frame)
+        for values in _plain_values(handle, header, selected, chunk_rows):
+            if isinstance(values, int):  # a line it does not take: pandas reads on from that chunk
+                handle.seek(values)
                 header_read = True
                 break
-            rows += len(frame)
-            yield frame
+            rows += values.shape[1]
+            yield values
         else:
             return
     elif not header_read:
@@ -450,10 +482,11 @@ PLAIN_CSV = True
 PLAIN_READ_BYTES = 16 * 2**20
 
 
-def _plain_frames(handle, header: list[str], selected: Schema, chunk_rows: int) -> Iterator[pd.DataFrame | int]:
-    """Frames of the CSV's plain lines (``synth._kernels.scan.parse_int_lines``: integers in
-    the fields read, no quotes; the header already read), one chunk at a time; at the first
-    chunk holding anything else, its byte offset (an int) instead, and nothing more."""
+def _plain_values(handle, header: list[str], selected: Schema, chunk_rows: int) -> Iterator[np.ndarray | int]:
+    """The values of the CSV's plain lines (``synth._kernels.scan.parse_int_lines``: integers
+    in the fields read, no quotes; the header already read), one chunk at a time, shape
+    (columns, rows) in ``selected``'s order; at the first chunk holding anything else, its
+    byte offset (an int) instead, and nothing more."""
     names = list(selected.names)
     field_column = np.array([names.index(name) if name in names else -1 for name in header], dtype=np.int64)
     buffer = b""
@@ -477,7 +510,7 @@ def _plain_frames(handle, header: list[str], selected: Schema, chunk_rows: int) 
         if more:
             continue
         at = end
-        yield pd.DataFrame(values[:, :rows].T, columns=names, copy=False)
+        yield values[:, :rows]
 
 
 def _utf8(data: bytes) -> bool:
@@ -576,7 +609,9 @@ def read(
     for chunk in chunks:
         for name, count in chunk.clipped.items():
             clipped[name] = clipped.get(name, 0) + count
-    codes = chunks[0].codes if len(chunks) == 1 else np.concatenate([c.codes for c in chunks])
+    # the readers' chunks are column-major (what counting wants); rows are what the engines walk
+    codes = np.empty((sum(c.n_rows for c in chunks), len(chunks[0].schema)), dtype=chunks[0].codes.dtype)
+    np.concatenate([c.codes for c in chunks], out=codes)
     if codes.shape[0] == 0:
         raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
     return Encoded(chunks[0].schema, codes, clipped, sum(c.dropped for c in chunks))

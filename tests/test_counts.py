@@ -3,6 +3,7 @@ NumPy count on the rows, that partial counts merge exactly, and that the engines
 same release from a scan's counts as from the rows (same seed)."""
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,8 @@ import pytest
 
 from synth import data
 from synth.blr import blr
-from synth.counts import Counts, count_codes, data_marginal, data_rows, plan_scan
+from synth import counts as counts_module
+from synth.counts import GROUP_BUDGET, Counts, count_codes, data_marginal, data_rows, plan_scan
 from synth.errors import SynthError
 from synth.mwem import mwem
 from synth.pmw import run_pmw
@@ -29,13 +31,61 @@ def random_codes(n: int, seed: int, schema: Schema = SCHEMA) -> np.ndarray:
 
 def test_plan_counts_the_maximal_subsets_or_the_universe():
     subsets = [("a", "b"), ("b",), ("d", "c"), ("c",), ("b", "a")]
-    plan = plan_scan(SCHEMA, subsets, histogram_cells=0)
+    plan = plan_scan(SCHEMA, subsets, histogram_cells=0, group_cells=0)
     assert plan.needed == (("a", "b"), ("b",), ("d", "c"), ("c",), ("b", "a"))
     assert set(plan.counted) == {("a", "b"), ("c", "d")}  # one table per column set, in schema order
     assert plan.cells() == 12 + 10
     assert plan_scan(SCHEMA, subsets).counted == (("a", "b", "c", "d"),)  # 120 cells: the universe
     assert plan_scan(SCHEMA, [("a", "b")]).counted == (("a", "b"),)  # one table: never the universe
     assert plan_scan(SCHEMA, []).counted == ()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plan_keeps_exactly_the_maximal_subsets(seed):
+    """Against the definition: a subset is counted on its own unless another strictly holds it."""
+    rng = np.random.default_rng(seed)
+    names = list(WIDE.names)
+    subsets = [tuple(rng.permutation(names)[: int(rng.integers(0, 4))]) for _ in range(int(rng.integers(1, 60)))]
+    sets = [frozenset(s) for s in subsets]
+    expected = {tuple(sorted(s, key=WIDE.index)) for s in sets if s and not any(s < other for other in sets)}
+    plan = plan_scan(WIDE, subsets, histogram_cells=0, group_cells=0)
+    assert sorted(plan.counted) == sorted(expected)
+    assert plan.needed == tuple(dict.fromkeys(subsets))
+
+
+WIDE = Schema(tuple(Coded(f"c{j}", size) for j, size in enumerate((2, 3, 5, 8, 10, 16, 20, 50))))
+
+
+@pytest.mark.parametrize("group_cells", [100, 2_000, 2**17])
+def test_plan_packs_subsets_into_tables_within_their_limits(group_cells):
+    """Every maximal subset lies in a counted table; a table that holds more than one is
+    within ``group_cells``; the tables hold no more cells than the budget allows; packing
+    never counts more tables than the subsets alone."""
+    pairs = list(itertools.combinations(WIDE.names, 2))
+    plan = plan_scan(WIDE, pairs, histogram_cells=0, group_cells=group_cells)
+    alone = plan_scan(WIDE, pairs, histogram_cells=0, group_cells=0)
+    assert len(alone.counted) == 28
+    for pair in pairs:
+        assert any(set(pair) <= set(table) for table in plan.counted), pair
+    for table in plan.counted:
+        holds = [pair for pair in pairs if set(pair) <= set(table)]
+        assert len(holds) == 1 or math.prod(WIDE[n].size for n in table) <= group_cells
+        assert list(table) == sorted(table, key=WIDE.index)
+    assert plan.cells() <= max(GROUP_BUDGET, alone.cells())
+    assert len(plan.counted) <= len(alone.counted)
+    if group_cells == 2**17:
+        assert len(plan.counted) <= 4  # 28 pairs in a few tables: a row costs a few counts, not 28
+
+
+def test_packing_keeps_to_the_budget(monkeypatch):
+    """Many subsets whose unions would each fit a table: the packed tables stop growing at the
+    budget (the memory a scan keeps, whatever it would save)."""
+    monkeypatch.setattr(counts_module, "GROUP_BUDGET", 5_000)
+    pairs = list(itertools.combinations(WIDE.names, 2))
+    plan = plan_scan(WIDE, pairs, histogram_cells=0, group_cells=2**17)
+    alone = plan_scan(WIDE, pairs, histogram_cells=0, group_cells=0)
+    assert plan.cells() <= max(5_000, alone.cells())
+    assert len(plan.counted) < len(alone.counted)
 
 
 def test_plan_refuses_bad_subsets():
@@ -47,16 +97,16 @@ def test_plan_refuses_bad_subsets():
         plan_scan(SCHEMA, [("a", "b", "c", "d")], max_cells=100)
 
 
-@pytest.mark.parametrize("histogram_cells", [0, 10**6])
+@pytest.mark.parametrize("histogram_cells, group_cells", [(0, 0), (0, 40), (10**6, 0)])
 @pytest.mark.parametrize("seed", range(5))
-def test_every_table_equals_the_numpy_count(seed, histogram_cells):
+def test_every_table_equals_the_numpy_count(seed, histogram_cells, group_cells):
     """Random rows, random subsets in random column orders: each table a scan gives (the
     planned ones, and any subset below them) equals the NumPy reference count."""
     rng = np.random.default_rng(seed)
     codes = random_codes(int(rng.integers(1, 500)), seed)
     names = list(SCHEMA.names)
     subsets = [tuple(rng.permutation(names)[: int(rng.integers(1, 4))]) for _ in range(3)]
-    plan = plan_scan(SCHEMA, subsets, histogram_cells=histogram_cells)
+    plan = plan_scan(SCHEMA, subsets, histogram_cells=histogram_cells, group_cells=group_cells)
     counts = Counts(plan)
     for part in np.array_split(codes, 3):  # chunks, as a scan reads them
         counts.add(len(part), count_codes(part, plan))
@@ -72,7 +122,7 @@ def test_every_table_equals_the_numpy_count(seed, histogram_cells):
 
 
 def test_a_table_not_planned_is_refused():
-    counts = Counts(plan_scan(SCHEMA, [("a", "b"), ("c",)], histogram_cells=0))
+    counts = Counts(plan_scan(SCHEMA, [("a", "b"), ("c",)], histogram_cells=0, group_cells=0))
     with pytest.raises(SynthError, match=r"did not count a table over \['a', 'c'\]"):
         counts.marginal(("a", "c"))
 

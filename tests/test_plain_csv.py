@@ -1,14 +1,14 @@
-"""The Numba reader of plain integer CSV lines and the one-pass counting kernel, each against a
+"""The Numba reader of plain integer CSV lines and the scan's other kernels, each against a
 plain reference: the line parser against a Python parser of the same rules, the whole reader
 against pandas reading every line (``PLAIN_CSV = False``: same codes, or the same error, on
-files with every kind of irregular line at random places), and the kernel's tables against
-``np.bincount``."""
+files with every kind of irregular line at random places), the column packer and the range
+check against NumPy, and the counting kernel's tables against ``np.bincount``."""
 
 import numpy as np
 import pytest
 
 from synth import data
-from synth._kernels.scan import MAX_DIGITS, count_tables, parse_int_lines
+from synth._kernels.scan import MAX_DIGITS, count_rows, first_bad_row, pack_column, parse_int_lines
 from synth import counts
 from synth.counts import Tally, plan_scan
 from synth.errors import DataError
@@ -182,12 +182,59 @@ def test_an_error_after_the_fast_chunks_names_the_row_of_the_file(tmp_path):
         data.read(path, SCHEMA, chunk_rows=100)
 
 
+# -- the column packer and the range check against NumPy ----------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.uint64])
+@pytest.mark.parametrize("seed", range(6))
+def test_pack_column_matches_numpy(seed, dtype):
+    rng = np.random.default_rng(seed)
+    size, n = int(rng.integers(1, 300)), int(rng.integers(0, 500))
+    values = rng.integers(0, size, n).astype(dtype)
+    if n and rng.random() < 0.7:  # one value out of range somewhere, or past int64 for uint64
+        wrong = {np.uint64: 2**63 + 5, np.uint8: 255}.get(dtype, int(rng.choice([-1, size, size + 1000])))
+        values[rng.integers(0, n)] = wrong if dtype != np.uint8 or size < 255 else 0
+    codes = np.full((n, 3), 7, dtype=np.uint16, order="F")
+    bad = pack_column(values, size, codes, 1)
+    wrong_at = np.flatnonzero((values.astype(np.float64) < 0) | (values.astype(np.float64) >= size))
+    assert bad == (wrong_at[0] if len(wrong_at) else -1)
+    upto = n if bad < 0 else bad
+    np.testing.assert_array_equal(codes[:upto, 1], values[:upto])
+    assert (codes[:, [0, 2]] == 7).all() and (codes[upto:, 1] == 7).all()  # nothing else written
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_first_bad_row_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 9, size=int(rng.integers(1, 6)))
+    n = int(rng.integers(0, 400))
+    codes = np.stack([rng.integers(0, s, n) for s in sizes]).astype(np.int64).reshape(len(sizes), n)
+    for _ in range(int(rng.integers(0, 3))):
+        if n:
+            j = rng.integers(0, len(sizes))
+            codes[j, rng.integers(0, n)] = rng.choice([-1, sizes[j], 99])
+    wrong = ((codes < 0) | (codes >= sizes[:, None])).any(axis=0)
+    assert first_bad_row(codes, sizes) == (int(np.argmax(wrong)) if wrong.any() else -1)
+
+
 # -- the counting kernel against np.bincount ------------------------------------------------
 
 
+def bincount_table(codes: np.ndarray, schema: Schema, subset) -> np.ndarray:
+    """The reference: the flat table over ``subset`` (row-major, its last column fastest)."""
+    size = int(np.prod([schema[n].size for n in subset]))
+    if not len(codes):
+        return np.zeros(size, dtype=np.int64)
+    index = np.ravel_multi_index([codes[:, schema.index(n)] for n in subset], [schema[n].size for n in subset])
+    return np.bincount(index, minlength=size)
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_count_tables_matches_bincount(seed, monkeypatch):
-    monkeypatch.setattr(counts, "PARALLEL_ROWS", 1)  # every chunk cut into the tally's slices
+def test_count_rows_matches_bincount(seed, monkeypatch):
+    """Random tables of random plans (maximal subsets apart, or packed into wider tables),
+    counted from row-major and column-major chunks, in the caller's thread and on worker
+    threads (every chunk large enough to go to one)."""
+    monkeypatch.setattr(counts, "PARALLEL_ROWS", 1)
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 7, size=int(rng.integers(1, 6)))
     n = int(rng.integers(0, 3000))
@@ -195,23 +242,30 @@ def test_count_tables_matches_bincount(seed, monkeypatch):
     schema = Schema(tuple(Coded(f"c{j}", int(s)) for j, s in enumerate(sizes)))
     subsets = [tuple(schema.names[j] for j in sorted(rng.choice(len(sizes), int(rng.integers(1, len(sizes) + 1)),
                                                                  replace=False))) for _ in range(4)]
-    plan = plan_scan(schema, subsets, histogram_cells=0)
-    for parts in (1, 3):
-        tally = Tally(plan, parts)
-        for chunk in np.array_split(codes, 3):
-            tally.add(chunk)
-        for subset, table in tally.tables().items():
-            index = np.ravel_multi_index([codes[:, schema.index(n)] for n in subset],
-                                         [schema[n].size for n in subset]) if len(codes) else np.zeros(0, int)
-            np.testing.assert_array_equal(table, np.bincount(index, minlength=table.size))
+    for group_cells in (0, 10**6):
+        plan = plan_scan(schema, subsets, histogram_cells=0, group_cells=group_cells)
+        for parts in (1, 3):
+            with Tally(plan, parts) as tally:
+                for k, chunk in enumerate(np.array_split(codes, 5)):
+                    tally.add(np.asfortranarray(chunk) if k % 2 else chunk)
+                tables = tally.tables()
+            for subset, table in tables.items():
+                np.testing.assert_array_equal(table, bincount_table(codes, schema, subset))
 
 
-def test_count_tables_stops_at_a_code_out_of_range():
+def test_count_rows_kernel_on_a_packed_table():
+    """The kernel alone: keys built column by column, the first listed column slowest."""
+    rng = np.random.default_rng(3)
+    columns = np.stack([rng.integers(0, 3, 5000), rng.integers(0, 4, 5000), rng.integers(0, 5, 5000)])
+    out = np.zeros(2 + 5 * 3, dtype=np.int64)  # the table over (c2, c0) laid from offset 2
+    count_rows(columns, np.array([[2, 0]]), np.array([[5, 3]]), np.array([2]), np.array([2]), out)
+    expected = np.bincount(columns[2] * 3 + columns[0], minlength=15)
+    np.testing.assert_array_equal(out[2:], expected)
+    assert (out[:2] == 0).all()
+
+
+def test_tally_refuses_a_code_out_of_range():
     codes = np.array([[0, 1], [1, 5], [0, 0]], dtype=np.int64)
-    partial = np.zeros((1, 6), dtype=np.int64)
-    bad = count_tables(codes, np.array([[0, 1]]), np.array([2, 3]), np.array([[3, 1]]), np.array([2]),
-                       np.array([0]), partial)
-    assert bad == 1
     schema = Schema((Coded("x", 2), Coded("y", 3)))
     with pytest.raises(DataError, match=r"row 2, column 'y': code 5 is outside 0..2"):
         Tally(plan_scan(schema, [("x", "y")])).add(codes)

@@ -1,15 +1,16 @@
-"""Scan kernels: plain integer CSV fields to values, and every planned table counted in one pass."""
+"""Scan kernels: plain integer CSV fields to values, integer columns to checked codes, and every
+planned table counted in one pass."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 #: Longest run of digits read as an integer (10^18 < 2^63): longer fields go to pandas.
 MAX_DIGITS = 18
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def parse_int_lines(buf, start, n_fields, field_column, out, final):  # pragma: no cover - compiled
     """Parse whole CSV lines of ``buf`` from byte ``start`` into ``out[field_column[f], row]``,
     until ``out`` (shape (columns, rows)) is full or the lines end (with ``final``, a last
@@ -82,57 +83,62 @@ def parse_int_lines(buf, start, n_fields, field_column, out, final):  # pragma: 
     return rows, i, wide
 
 
-#: Rows counted into one table before moving to the next (their codes stay in the L1 cache).
-COUNT_BLOCK_ROWS = 2048
-
-
-@njit(cache=True)
-def _count_rows(codes, start, stop, columns, sizes, strides, widths, offsets, check, out):  # pragma: no cover
-    """Add rows ``start:stop`` of ``codes`` to every table (see ``count_tables``), a block of
-    rows at a time and table by table within a block; with ``check``, return the first row
-    holding a code outside its column's range (counting stops there, some tables short of
-    it), else -1."""
-    for first in range(start, stop, COUNT_BLOCK_ROWS):
-        last = min(stop, first + COUNT_BLOCK_ROWS)
-        if check:  # every code in range before any is counted
-            for i in range(first, last):
-                for j in range(codes.shape[1]):
-                    if np.int64(codes[i, j]) < 0 or np.int64(codes[i, j]) >= sizes[j]:
-                        return i
-        for t in range(offsets.shape[0]):
-            offset = offsets[t]
-            if widths[t] == 2:  # the common case (two-way marginals), unrolled
-                a, b, stride = columns[t, 0], columns[t, 1], strides[t, 0]
-                for i in range(first, last):
-                    out[offset + np.int64(codes[i, a]) * stride + np.int64(codes[i, b])] += 1
-            else:
-                for i in range(first, last):
-                    index = offset
-                    for j in range(widths[t]):
-                        index += np.int64(codes[i, columns[t, j]]) * strides[t, j]
-                    out[index] += 1
+@njit(cache=True, nogil=True)
+def pack_column(values, size, codes, j):  # pragma: no cover - compiled
+    """Copy integer ``values`` into column ``j`` of ``codes`` (shape (rows, columns)), each
+    checked to lie in 0..size-1, in one pass. Returns -1, or the first index out of range
+    (nothing from it on is copied). Values past int64 (uint64) read as negative: out of range."""
+    for i in range(values.shape[0]):
+        value = np.int64(values[i])
+        if value < 0 or value >= size:
+            return i
+        codes[i, j] = value
     return -1
 
 
-@njit(cache=True, parallel=True)
-def count_tables(codes, columns, sizes, strides, widths, offsets, partial, check=True):  # pragma: no cover
-    """Add the rows of ``codes`` to every table of a scan plan, in one pass over the rows.
+#: Rows counted at a time, table by table (their keys and codes stay in the L1 cache).
+COUNT_BLOCK_ROWS = 4096
 
-    The tables lie end to end in a flat int64 array; table t starts at ``offsets[t]`` and
-    has ``widths[t]`` columns: ``columns[t, j]`` (a position in ``codes``) with row-major
-    stride ``strides[t, j]``. ``sizes[j]`` is column j's size. ``partial`` holds one such
-    array per slice of the rows (shape (slices, cells)): the slices are counted in parallel,
-    each into its own array, and the caller sums them (integers: the order cannot change
-    the sum). Returns -1, or the first row holding a code outside its column's range
-    (``check=False`` skips that check: for codes already checked, as ``encode`` gives them).
+
+@njit(cache=True, nogil=True)
+def first_bad_row(columns, sizes):  # pragma: no cover - compiled
+    """The first row holding a code outside 0..sizes[j]-1 in some column j of ``columns``
+    (the codes column by column: shape (columns, rows)), or -1."""
+    first = columns.shape[1]
+    for j in range(columns.shape[0]):
+        for i in range(first):
+            value = np.int64(columns[j, i])
+            if value < 0 or value >= sizes[j]:
+                first = i
+                break
+    return first if first < columns.shape[1] else -1
+
+
+@njit(cache=True, nogil=True)
+def count_rows(columns, positions, shapes, widths, offsets, out):  # pragma: no cover - compiled
+    """Add every row of ``columns`` (the codes column by column, shape (columns, rows), each
+    in range: ``first_bad_row``) to every table of a scan plan.
+
+    The tables lie end to end in the flat int64 ``out``; table t starts at ``offsets[t]``
+    and has ``widths[t]`` columns: ``positions[t, j]`` (a row of ``columns``) of size
+    ``shapes[t, j]``, the last varying fastest. A block of rows at a time, each table's cell
+    keys are built column by column (contiguous loops the compiler vectorises), then
+    counted. Releases the GIL: threads count chunks side by side, each into its own ``out``
+    (integers: the caller's sum of the copies cannot depend on the order).
     """
-    n = codes.shape[0]
-    parts = partial.shape[0]
-    bad = np.full(parts, -1, dtype=np.int64)
-    for p in prange(parts):
-        bad[p] = _count_rows(codes, n * p // parts, n * (p + 1) // parts, columns, sizes, strides, widths,
-                             offsets, check, partial[p])
-    for p in range(parts):
-        if bad[p] >= 0:
-            return bad[p]
-    return -1
+    n = columns.shape[1]
+    key = np.empty(COUNT_BLOCK_ROWS, dtype=np.int64)
+    for first in range(0, n, COUNT_BLOCK_ROWS):
+        m = min(n - first, COUNT_BLOCK_ROWS)
+        for t in range(offsets.shape[0]):
+            codes = columns[positions[t, 0], first:first + m]
+            for i in range(m):
+                key[i] = codes[i]
+            for j in range(1, widths[t]):
+                codes = columns[positions[t, j], first:first + m]
+                size = shapes[t, j]
+                for i in range(m):
+                    key[i] = key[i] * size + codes[i]
+            offset = offsets[t]
+            for i in range(m):
+                out[offset + key[i]] += 1
