@@ -155,6 +155,24 @@ def test_reader_handles_line_ends_chunks_and_text_in_other_columns(tmp_path, mon
     assert fast.shape == (300, 3) and len(calls) >= 300 // chunk_rows  # the fast reader read them all
 
 
+def test_reader_grows_its_buffer_for_lines_longer_than_a_read(tmp_path, monkeypatch):
+    """Lines many times the bytes read at a time (long text in a column not read): the
+    reader's buffer grows to hold them, and the codes are pandas' codes."""
+    rng = np.random.default_rng(11)
+    lines = [b"a,b,c,note"] + [b"%d,%d,%d,%s" % (rng.integers(0, 4), rng.integers(0, 1000), rng.integers(0, 12),
+                                                 b"x" * int(rng.integers(0, 400))) for _ in range(200)]
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    schema = Schema((*SCHEMA, Categorical("note", ("x",))))
+    monkeypatch.setattr(data, "PLAIN_READ_BYTES", 16)
+    calls = []
+    monkeypatch.setattr(data, "parse_int_lines", lambda *args: calls.append(1) or parse_int_lines(*args))
+    fast = data.read(path, schema, columns=["a", "b", "c"], chunk_rows=7).codes
+    assert len(calls) >= 200 // 7  # the fast reader read every line
+    monkeypatch.setattr(data, "PLAIN_CSV", False)
+    np.testing.assert_array_equal(fast, data.read(path, schema, columns=["a", "b", "c"], chunk_rows=7).codes)
+
+
 @pytest.mark.parametrize("oddity", [b'1,5,3,"x y"', b'1,5,3,"x\n2,7,1,y"', b'1,5,3,"a,b"', b"1,5,3", b"1,5,3,\xff",
                                     "1,5,3,Zoë".encode(), b"1,5,3,plain,7"])
 def test_text_in_a_column_not_read_gives_pandas_rows(tmp_path, monkeypatch, oddity):
