@@ -3,8 +3,8 @@
 Each partition is encoded and counted by the in-process code (``synth.data.encode``, then
 ``synth.counts.count_encoded``: the same validation, the same Numba kernel), on the workers; a
 CSV path is split by ``dask.bytes.read_bytes`` into blocks of whole lines, each read by the
-in-process CSV reader (its fast integer path, pandas for the rest);
-the partitions' counts are then summed in a tree on the workers too (``FAN_IN`` at a time),
+in-process CSV reader (its fast integer path, pandas for the rest), and a Parquet path into its
+row groups, each read by the in-process Parquet reader; the partitions' counts are then summed in a tree on the workers too (``FAN_IN`` at a time),
 and only the final tables come back. Input: a Dask DataFrame, or a path that Dask reads
 (CSV, Parquet file or folder; only the needed columns). A bad value stops the scan with one
 error naming the source, the partition and the row within it; nothing is returned.
@@ -15,13 +15,14 @@ Dask is an optional extra (``pip install 'synth[dask]'``): ``require_dask`` says
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .counts import Counts, ScanPlan, count_encoded, plan_scan
-from .data import Progress, check_bad_rows, encode, encode_csv_lines, is_parquet
+from .data import Progress, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks
 from .errors import DataError, SynthError
 from .schema import Categorical, Schema
 from .tables import DEFAULT_MAX_CELLS
@@ -39,9 +40,11 @@ CSV_BLOCK_BYTES = 64 * 2**20
 def require_dask(what: str = "the Dask scan") -> None:
     """``SynthError`` in one line when dask.distributed is not installed."""
     try:
-        for module in ("dask.dataframe", "distributed"):
+        for module in ("dask", "distributed"):
             importlib.import_module(module)
-    except ImportError:
+        if importlib.util.find_spec("dask.dataframe") is None:  # found, not imported: 0.7 s a path scan never needs
+            raise ImportError("dask.dataframe")
+    except (ImportError, ValueError):  # ValueError: find_spec of a module set to None
         raise SynthError(f"{what} needs Dask: pip install 'synth[dask]' (from a checkout: pip install -e \".[dask]\")"
                          ) from None
 
@@ -102,10 +105,15 @@ def scan_dask(
     import dask
 
     blocks = _csv_blocks(source, schema, selected)
+    pieces = _parquet_pieces(source, schema, selected)
     if blocks is not None:
         name, header, parts = blocks
         leaves = [dask.delayed(_count_csv_block)(part, header, plan, name, k, len(parts), bad_rows)
                   for k, part in enumerate(parts)]
+    elif pieces is not None:
+        name = str(source)
+        leaves = [dask.delayed(_count_parquet_piece)(*piece, plan, k, len(pieces), bad_rows)
+                  for k, piece in enumerate(pieces)]
     else:
         frame, name = _frame(source, schema, selected)
         parts = frame.to_delayed()
@@ -133,20 +141,24 @@ def _current_client():
 
 
 def _on_cluster(client, leaves, progress: Progress | None) -> Counts:
-    """Leaves as futures (progress as each finishes), then the tree sum on the workers."""
+    """Leaves as futures, each one's row count (for progress, as each finishes) and the tree
+    sum all submitted at once, so the workers never wait on the client; the sum stays on the
+    workers until it is whole."""
     from distributed import as_completed
 
     futures = client.compute(leaves)
+    sizes = client.map(_rows_of, futures, pure=False)
+    total = _tree(futures, lambda *parts: client.submit(_merge, *parts, pure=False))
     try:
         rows = done = 0
-        for future in as_completed(futures):
-            rows += client.submit(_rows_of, future, pure=False).result()  # re-raises the partition's error
+        for size in as_completed(sizes):
+            rows += size.result()  # re-raises the partition's error
             done += 1
             if progress is not None:
                 progress(rows, done / len(futures))
-        return _tree(futures, lambda *parts: client.submit(_merge, *parts, pure=False)).result()
+        return total.result()
     except BaseException:
-        client.cancel(futures)
+        client.cancel([*futures, *sizes, total])
         raise
 
 
@@ -212,6 +224,44 @@ def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str,
                          parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
+def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple[str, int, int]] | None:
+    """For a Parquet path: a (file, row group, its first row in the file) per row group, each
+    read on a worker by the in-process Parquet reader (Arrow's buffers straight to codes;
+    ``dask.dataframe.read_parquet`` would build a pandas frame of every partition first);
+    else None."""
+    if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or not is_parquet(Path(source)):
+        return None
+    import pyarrow.parquet as pq
+
+    from .data import _check_header, _parquet_dataset
+
+    path = Path(source)
+    dataset = _parquet_dataset(path)
+    _check_header(list(dataset.schema.names), schema, selected, path)
+    pieces = []
+    for fragment in dataset.get_fragments():
+        try:
+            metadata = pq.ParquetFile(fragment.path).metadata
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
+            raise DataError(f"{fragment.path}: not a readable Parquet file: {str(exc).strip().splitlines()[0]}"
+                            ) from None
+        first = 1
+        for group in range(metadata.num_row_groups):
+            pieces.append((fragment.path, group, first))
+            first += metadata.row_group(group).num_rows
+    if not pieces:
+        raise DataError(f"{path}: has columns but no data rows")
+    return pieces
+
+
+def _count_parquet_piece(file: str, group: int, first_row: int, plan: ScanPlan, index: int, pieces: int,
+                         bad_rows: str) -> Counts:
+    """One row group's counts (on a worker), read as ``synth.data.scan`` reads the file."""
+    where = f"{file} (partition {index + 1} of {pieces})"
+    return count_encoded(parquet_chunks(file, plan.schema, source=where, bad_rows=bad_rows, row_groups=[group],
+                                        first_row=first_row, threads=False), plan, parts=1)  # tasks run side by side
+
+
 def _frame(source: Any, schema: Schema, selected: Schema):
     """A Dask DataFrame of the selected columns, and the name errors give it."""
     import dask.dataframe as dd
@@ -225,11 +275,8 @@ def _frame(source: Any, schema: Schema, selected: Schema):
         raise TypeError(f"data must be a Dask DataFrame or a path, not {type(source).__name__}")
     path = Path(source)
     names = list(selected.names)
-    from .data import _check_header, _parquet_dataset, _read_header
+    from .data import _check_header, _read_header
 
-    if is_parquet(path):
-        _check_header(list(_parquet_dataset(path).schema.names), schema, selected, path)
-        return dd.read_parquet(str(path), columns=names, split_row_groups=True), str(path)  # a partition a row group
     _check_header(_read_header(path), schema, selected, path)
     dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
     frame = dd.read_csv(str(path), usecols=names, dtype=dtypes, na_values=[""], keep_default_na=False,

@@ -359,11 +359,8 @@ def _first_line(exc: Exception) -> str:
 
 
 def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
-    """Batches of the needed columns only, file by file (``ParquetFile.iter_batches``: a row
-    group's worth of memory at most; the dataset scanner reads several ahead, some 400 MB
-    more at 10^6 rows a group); errors name the file and its row."""
-    import pyarrow.parquet as pq
-
+    """Batches of the needed columns only, file by file (``parquet_chunks``); errors name the
+    file and its row."""
     dataset = _parquet_dataset(path)
     selected = schema.select(columns)
     _check_header(list(dataset.schema.names), schema, selected, path)
@@ -371,25 +368,44 @@ def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -
     rows = 0
     for fragment in dataset.get_fragments():
         source = fragment.path if path.is_dir() else path
-        done = 0
-        try:
-            batches = pq.ParquetFile(fragment.path).iter_batches(batch_size=chunk_rows, columns=list(selected.names))
-            for batch in batches:
-                codes = _arrow_codes(batch, selected)
-                if codes is not None:
-                    yield Encoded(selected, codes)
-                else:  # labels, decimals, nulls or a bad value: pandas' path words the problem
-                    yield encode(batch.to_pandas(), selected, source=source, first_row=done + 1, bad_rows=bad_rows)
-                done += batch.num_rows
-                rows += batch.num_rows
-                if progress is not None:
-                    progress(rows, rows / max(total, 1))
-        except DataError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a corrupt page, a type pyarrow cannot convert
-            raise DataError(f"{source}: cannot read Parquet near row {done + 1}: {_first_line(exc)}") from None
+        for encoded in parquet_chunks(fragment.path, selected, source=source, chunk_rows=chunk_rows,
+                                      bad_rows=bad_rows):
+            yield encoded
+            rows += encoded.n_rows + encoded.dropped
+            if progress is not None:
+                progress(rows, rows / max(total, 1))
     if rows == 0:
         raise DataError(f"{path}: has columns but no data rows")
+
+
+def parquet_chunks(file: str | Path, selected: Schema, *, source: object, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                   bad_rows: str = "error", row_groups: Sequence[int] | None = None, first_row: int = 1,
+                   threads: bool = True) -> Iterator[Encoded]:
+    """``Encoded`` chunks of one Parquet file's selected columns (of ``row_groups`` only, if
+    given: a Dask task's share), batch by batch (``ParquetFile.iter_batches``: a row group's
+    worth of memory at most; the dataset scanner reads several ahead, some 400 MB more at 10^6
+    rows a group). Plain integer columns go straight from Arrow's buffers to codes; anything
+    else through ``encode``. Errors name ``source`` and the row, numbered from ``first_row``.
+    ``threads``: let Arrow decode the columns side by side (not in a task that runs beside
+    others)."""
+    import pyarrow.parquet as pq
+
+    done = 0
+    try:
+        batches = pq.ParquetFile(file).iter_batches(batch_size=chunk_rows, row_groups=row_groups,
+                                                    columns=list(selected.names), use_threads=threads)
+        for batch in batches:
+            codes = _arrow_codes(batch, selected)
+            if codes is not None:
+                yield Encoded(selected, codes)
+            else:  # labels, decimals, nulls or a bad value: pandas' path words the problem
+                yield encode(batch.to_pandas(), selected, source=source, first_row=first_row + done,
+                             bad_rows=bad_rows)
+            done += batch.num_rows
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a corrupt page, a type pyarrow cannot convert
+        raise DataError(f"{source}: cannot read Parquet near row {first_row + done}: {_first_line(exc)}") from None
 
 
 def _read_header(path: Path) -> list[str]:
