@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .counts import Counts, ScanPlan, count_encoded, plan_scan
-from .data import Progress, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks
+from .data import (Progress, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks,
+                   parquet_row_groups)
 from .errors import DataError, SynthError
 from .schema import Categorical, Schema
 from .tables import DEFAULT_MAX_CELLS
@@ -231,26 +232,9 @@ def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple
     else None."""
     if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or not is_parquet(Path(source)):
         return None
-    import pyarrow.parquet as pq
-
-    from .data import _check_header, _parquet_dataset
-
-    path = Path(source)
-    dataset = _parquet_dataset(path)
-    _check_header(list(dataset.schema.names), schema, selected, path)
-    pieces = []
-    for fragment in dataset.get_fragments():
-        try:
-            metadata = pq.ParquetFile(fragment.path).metadata
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
-            raise DataError(f"{fragment.path}: not a readable Parquet file: {str(exc).strip().splitlines()[0]}"
-                            ) from None
-        first = 1
-        for group in range(metadata.num_row_groups):
-            pieces.append((fragment.path, group, first))
-            first += metadata.row_group(group).num_rows
+    pieces = [(file, group, first) for file, group, first, _ in parquet_row_groups(Path(source), schema, selected)]
     if not pieces:
-        raise DataError(f"{path}: has columns but no data rows")
+        raise DataError(f"{source}: has columns but no data rows")
     return pieces
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import re
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -31,8 +34,7 @@ from .tables import DEFAULT_MAX_CELLS
 from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
 
 __all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "encode_csv_lines", "iter_encoded",
-           "read", "scan",
-           "decode"]
+           "parquet_chunks", "parquet_row_groups", "read", "scan", "decode"]
 
 #: Rows per chunk when streaming a CSV.
 DEFAULT_CHUNK_ROWS = 200_000
@@ -359,23 +361,75 @@ def _first_line(exc: Exception) -> str:
 
 
 def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
-    """Batches of the needed columns only, file by file (``parquet_chunks``); errors name the
-    file and its row."""
-    dataset = _parquet_dataset(path)
+    """Batches of the needed columns only, row group by row group (``parquet_chunks``), in
+    file order; errors name the file and its row. Row groups are read on threads, a few
+    ahead, when none is larger than ``PARALLEL_GROUP_ROWS`` (each is held whole once read)."""
     selected = schema.select(columns)
-    _check_header(list(dataset.schema.names), schema, selected, path)
-    total = dataset.count_rows()  # from the files' metadata
+    groups = parquet_row_groups(path, schema, selected)
+    total = sum(rows for *_, rows in groups)
+
+    def read(file: str, group: int, first: int, threads: bool) -> Iterator[Encoded]:
+        return parquet_chunks(file, selected, source=file if path.is_dir() else path, chunk_rows=chunk_rows,
+                              bad_rows=bad_rows, row_groups=[group], first_row=first, threads=threads)
+
+    readers = min(READ_THREADS, len(groups))
+    if readers > 1 and max(rows for *_, rows in groups) <= PARALLEL_GROUP_ROWS:
+        chunks = _read_ahead([lambda g=g: list(read(*g[:3], threads=False)) for g in groups], readers)
+    else:
+        chunks = (chunk for g in groups for chunk in read(*g[:3], threads=True))
     rows = 0
-    for fragment in dataset.get_fragments():
-        source = fragment.path if path.is_dir() else path
-        for encoded in parquet_chunks(fragment.path, selected, source=source, chunk_rows=chunk_rows,
-                                      bad_rows=bad_rows):
-            yield encoded
-            rows += encoded.n_rows + encoded.dropped
-            if progress is not None:
-                progress(rows, rows / max(total, 1))
+    for encoded in chunks:
+        yield encoded
+        rows += encoded.n_rows + encoded.dropped
+        if progress is not None:
+            progress(rows, rows / max(total, 1))
     if rows == 0:
         raise DataError(f"{path}: has columns but no data rows")
+
+
+#: Parquet row groups decoded side by side (the counting runs on threads of its own).
+READ_THREADS = min(2, os.cpu_count() or 1)
+#: ... when no row group has more rows than this (a group read ahead is held whole as codes).
+PARALLEL_GROUP_ROWS = 2**22
+
+
+def parquet_row_groups(path: Path, schema: Schema, selected: Schema) -> list[tuple[str, int, int, int]]:
+    """The row groups of a Parquet file or folder, in file order, as (file, group, its first
+    row in the file, its rows), from the files' metadata, once the columns are checked."""
+    import pyarrow.parquet as pq
+
+    dataset = _parquet_dataset(path)
+    _check_header(list(dataset.schema.names), schema, selected, path)
+    groups = []
+    for fragment in dataset.get_fragments():
+        try:
+            metadata = pq.ParquetFile(fragment.path).metadata
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
+            raise DataError(f"{fragment.path}: not a readable Parquet file: {_first_line(exc)}") from None
+        first = 1
+        for group in range(metadata.num_row_groups):
+            rows = metadata.row_group(group).num_rows
+            groups.append((fragment.path, group, first, rows))
+            first += rows
+    return groups
+
+
+def _read_ahead(tasks: list[Callable[[], list]], threads: int) -> Iterator:
+    """The items of each task's list, task by task in order, the tasks run on ``threads``
+    threads up to twice that many ahead (an error comes out where its task's items would:
+    the first in order wins, whichever thread met it first)."""
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="synth-read")
+    try:
+        waiting = iter(tasks)
+        running = deque(pool.submit(task) for task in itertools.islice(waiting, 2 * threads))
+        while running:
+            items = running.popleft().result()
+            following = next(waiting, None)
+            if following is not None:
+                running.append(pool.submit(following))
+            yield from items
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def parquet_chunks(file: str | Path, selected: Schema, *, source: object, chunk_rows: int = DEFAULT_CHUNK_ROWS,
