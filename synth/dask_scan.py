@@ -36,6 +36,9 @@ FAN_IN = 8
 LOCAL = "local"
 #: Bytes of CSV per partition when Dask reads a CSV path.
 CSV_BLOCK_BYTES = 64 * 2**20
+#: Rows per partition (a file's consecutive row groups, at least one) when Dask reads Parquet:
+#: about a CSV block's worth, so that a task's fixed costs stay small beside its work.
+PARQUET_PIECE_ROWS = 4 * 2**20
 
 
 def require_dask(what: str = "the Dask scan") -> None:
@@ -225,24 +228,33 @@ def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str,
                          parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
-def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple[str, int, int]] | None:
-    """For a Parquet path: a (file, row group, its first row in the file) per row group, each
-    read on a worker by the in-process Parquet reader (Arrow's buffers straight to codes;
+def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple[str, list[int], int]] | None:
+    """For a Parquet path: its row groups gathered into pieces of up to ``PARQUET_PIECE_ROWS``
+    rows (a file's consecutive groups), each (file, groups, first row in the file), read on a
+    worker by the in-process Parquet reader (Arrow's buffers straight to codes;
     ``dask.dataframe.read_parquet`` would build a pandas frame of every partition first);
     else None."""
     if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or not is_parquet(Path(source)):
         return None
-    pieces = [(file, group, first) for file, group, first, _ in parquet_row_groups(Path(source), schema, selected)]
+    pieces: list[tuple[str, list[int], int]] = []
+    held = 0  # rows of the last piece
+    for file, group, first, rows in parquet_row_groups(Path(source), schema, selected):
+        if pieces and pieces[-1][0] == file and held + rows <= PARQUET_PIECE_ROWS:
+            pieces[-1][1].append(group)
+            held += rows
+        else:
+            pieces.append((file, [group], first))
+            held = rows
     if not pieces:
         raise DataError(f"{source}: has columns but no data rows")
     return pieces
 
 
-def _count_parquet_piece(file: str, group: int, first_row: int, plan: ScanPlan, index: int, pieces: int,
+def _count_parquet_piece(file: str, groups: list[int], first_row: int, plan: ScanPlan, index: int, pieces: int,
                          bad_rows: str) -> Counts:
-    """One row group's counts (on a worker), read as ``synth.data.scan`` reads the file."""
+    """One piece's counts (on a worker), read as ``synth.data.scan`` reads the file."""
     where = f"{file} (partition {index + 1} of {pieces})"
-    return count_encoded(parquet_chunks(file, plan.schema, source=where, bad_rows=bad_rows, row_groups=[group],
+    return count_encoded(parquet_chunks(file, plan.schema, source=where, bad_rows=bad_rows, row_groups=groups,
                                         first_row=first_row, threads=False), plan, parts=1)  # tasks run side by side
 
 

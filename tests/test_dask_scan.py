@@ -114,3 +114,25 @@ def test_without_dask_the_option_is_refused_in_one_line(inputs, monkeypatch):
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "--scheduler needs Dask: pip install 'synth[dask]'" in result.output
     assert not (inputs / "out.csv").exists()
+
+
+def test_parquet_row_groups_gathered_into_partitions(client, tmp_path, monkeypatch):
+    """A file of many row groups, read a few groups a partition: the in-process tables, and a
+    bad value named by its row in the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from synth import dask_scan
+
+    frame = pd.read_csv(write_inputs(tmp_path, 3000, 2) / "d.csv")
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "g.parquet", row_group_size=300)
+    monkeypatch.setattr(dask_scan, "PARQUET_PIECE_ROWS", 1000)  # 3 groups a partition, 4 partitions
+    pieces = dask_scan._parquet_pieces(tmp_path / "g.parquet", SCHEMA, SCHEMA)
+    assert [(groups, first) for _, groups, first in pieces] == [([0, 1, 2], 1), ([3, 4, 5], 901),
+                                                                ([6, 7, 8], 1801), ([9], 2701)]
+    _assert_same(dask_scan.scan_dask(tmp_path / "g.parquet", SCHEMA, SUBSETS, client=client),
+                 scan(tmp_path / "d.csv", SCHEMA, SUBSETS))
+    frame.loc[2345, "zone"] = 3
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "g.parquet", row_group_size=300)
+    with pytest.raises(DataError, match=r"g\.parquet \(partition 3 of 4\): row 2346, column 'zone': value 3"):
+        dask_scan.scan_dask(tmp_path / "g.parquet", SCHEMA, SUBSETS, client=client)
