@@ -109,8 +109,8 @@ def _maximal(subsets: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
 
 
 def _packed(schema: Schema, subsets: Sequence[tuple[str, ...]], group_cells: int) -> list[tuple[str, ...]]:
-    """The subsets packed into wider tables: each, largest first, joins the table it grows
-    least (best fit) if the union stays within ``group_cells`` and the cells of all tables
+    """The subsets packed into wider tables: each, largest first, joins the table whose union
+    with it is smallest (best fit) if the union stays within ``group_cells`` and the cells of all tables
     (the unplaced subsets counted alone) within ``GROUP_BUDGET`` or the subsets' own total,
     else starts a table."""
     total = sum(_cells(schema, s) for s in subsets)  # of every table, were each subset left alone

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .counts import Counts, ScanPlan, count_encoded, plan_scan
-from .data import (Progress, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks,
+from .data import (Progress, _first_line, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks,
                    parquet_row_groups)
 from .errors import DataError, SynthError
 from .schema import Categorical, Schema
@@ -108,17 +108,17 @@ def scan_dask(
     plan = plan_scan(selected, subsets, max_cells=max_cells)
     import dask
 
-    blocks = _csv_blocks(source, schema, selected)
-    pieces = _parquet_pieces(source, schema, selected)
-    if blocks is not None:
+    path = Path(source) if isinstance(source, (str, os.PathLike)) and not is_dask_frame(source) else None
+    blocks = _csv_blocks(path, schema, selected) if path is not None and not is_parquet(path) else None
+    if path is not None and is_parquet(path):
+        name, pieces = str(path), _parquet_pieces(path, schema, selected)
+        leaves = [dask.delayed(_count_parquet_piece)(*piece, plan, k, len(pieces), bad_rows)
+                  for k, piece in enumerate(pieces)]
+    elif blocks is not None:
         name, header, parts = blocks
         leaves = [dask.delayed(_count_csv_block)(part, header, plan, name, k, len(parts), bad_rows)
                   for k, part in enumerate(parts)]
-    elif pieces is not None:
-        name = str(source)
-        leaves = [dask.delayed(_count_parquet_piece)(*piece, plan, k, len(pieces), bad_rows)
-                  for k, piece in enumerate(pieces)]
-    else:
+    else:  # a Dask DataFrame, or a CSV whose header Dask's reader must parse
         frame, name = _frame(source, schema, selected)
         parts = frame.to_delayed()
         leaves = [dask.delayed(_count_partition)(part, plan, name, k, len(parts), bad_rows)
@@ -193,22 +193,18 @@ def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: i
     except DataError:
         raise
     except Exception as exc:  # noqa: BLE001 - pandas/pyarrow errors of a damaged block
-        raise DataError(f"{where}: cannot read: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
-                        ) from None
+        raise DataError(f"{where}: cannot read: {_first_line(exc)}") from None
     return count_encoded([encoded], plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
-def _csv_blocks(source: Any, schema: Schema, selected: Schema):
-    """For a CSV path with a plain header: its name, header and blocks of whole lines
+def _csv_blocks(path: Path, schema: Schema, selected: Schema):
+    """For a CSV with a plain header: its name, header and blocks of whole lines
     (``dask.bytes.read_bytes``, ``CSV_BLOCK_BYTES`` each, the first holding the header),
-    for the in-process CSV reader on each block; else None (Dask's own readers)."""
-    if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or is_parquet(Path(source)):
-        return None
+    for the in-process CSV reader on each block; else None (Dask's own reader)."""
     from dask.bytes import read_bytes
 
     from .data import _check_header, _read_header
 
-    path = Path(source)
     header = _read_header(path)
     _check_header(header, schema, selected, path)
     with open(path, "rb") as handle:
@@ -228,17 +224,14 @@ def _count_csv_block(lines: bytes, header: list[str], plan: ScanPlan, name: str,
                          parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
-def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple[str, list[int], int]] | None:
-    """For a Parquet path: its row groups gathered into pieces of up to ``PARQUET_PIECE_ROWS``
-    rows (a file's consecutive groups), each (file, groups, first row in the file), read on a
-    worker by the in-process Parquet reader (Arrow's buffers straight to codes;
-    ``dask.dataframe.read_parquet`` would build a pandas frame of every partition first);
-    else None."""
-    if is_dask_frame(source) or not isinstance(source, (str, os.PathLike)) or not is_parquet(Path(source)):
-        return None
+def _parquet_pieces(path: Path, schema: Schema, selected: Schema) -> list[tuple[str, list[int], int]]:
+    """A Parquet file's or folder's row groups gathered into pieces of up to
+    ``PARQUET_PIECE_ROWS`` rows (a file's consecutive groups), each (file, groups, first row in
+    the file), read on a worker by the in-process Parquet reader (Arrow's buffers straight to
+    codes; ``dask.dataframe.read_parquet`` would build a pandas frame of every partition)."""
     pieces: list[tuple[str, list[int], int]] = []
     held = 0  # rows of the last piece
-    for file, group, first, rows in parquet_row_groups(Path(source), schema, selected):
+    for file, group, first, rows in parquet_row_groups(path, schema, selected):
         if pieces and pieces[-1][0] == file and held + rows <= PARQUET_PIECE_ROWS:
             pieces[-1][1].append(group)
             held += rows
@@ -246,7 +239,7 @@ def _parquet_pieces(source: Any, schema: Schema, selected: Schema) -> list[tuple
             pieces.append((file, [group], first))
             held = rows
     if not pieces:
-        raise DataError(f"{source}: has columns but no data rows")
+        raise DataError(f"{path}: has columns but no data rows")
     return pieces
 
 
