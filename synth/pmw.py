@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +40,10 @@ from .counts import Counts, Data, data_marginal, data_rows
 from .tables import DEFAULT_MAX_CELLS
 from .validation import check_budget_epsilon
 from .workload import Query, Workload, parse_query
+
+if TYPE_CHECKING:  # the practical variant imports this module
+    from .monitor import PracticalMonitor
+    from .pmw_practical import PracticalPlan, PracticalPMW
 
 __all__ = ["OpenPMW", "PMW", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
 

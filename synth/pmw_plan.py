@@ -17,8 +17,8 @@ thresholds, the k tests and the L measurements; the plan takes the smallest T (a
 split eps_test : eps_measure and share a) that keeps it below beta.
 
 The L epochs get equal budgets eps_test + eps_measure such that their composition (with the
-row-count purchase, if any) fits the user's (epsilon, delta), checked with the accountant's
-own ``compose``.
+row-count purchase, if any) fits the user's (epsilon, delta), checked on a fresh accountant
+(``Accountant.spend``, the checks the run itself will make).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .accounting import Charge, compose
+from .accounting import Charge
 from .composition import zcdp_rho_limit
 from .errors import SynthError
 from .validation import check_budget_epsilon, check_delta, check_positive_int, check_probability, check_real

@@ -62,6 +62,7 @@ def test_seeded_runs_repeat_and_files_are_written(files):
     assert first.exit_code == 0, first.output
     assert "NOT for release" in first.stderr and "NON-PRIVATE diagnostic" in first.stderr
     second = run(*pmw_args(files, "--rows", "6000", "--seed", "3", "-o", files / "a2.csv"))
+    assert second.exit_code == 0, second.output
     assert (files / "a1.csv").read_text() == (files / "a2.csv").read_text()
     answers = pd.read_csv(files / "a1.csv")
     assert list(answers.columns) == ["query_id", "name", "query", "answer", "round", "final_answer", "privacy"]

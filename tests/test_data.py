@@ -4,7 +4,7 @@ import pytest
 
 from synth import data
 from synth.errors import DataError
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.schema import Categorical, Coded, Schema
 
 from . import reference
 

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from synth.accounting import compose
-from synth.data import encode
 from synth.pmw import HALTED, LAZY, PMW, UPDATE, run_pmw
 from synth.pmw_plan import _epoch_charges, plan_pmw
 from synth.schema import Coded, Schema
