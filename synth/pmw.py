@@ -79,9 +79,36 @@ def _query_value(table: np.ndarray, query: Query) -> float:
 
 
 class StoredDistribution:
-    """What both PMW variants tell of their estimate D (kept in ``self._dist``)."""
+    """What both PMW variants share: their estimate D (``self._dist``), the caches of the
+    data's and D's marginals, and the count of their rounds."""
 
     _dist: object
+
+    def _open(self, data: Data, schema: Schema, plan, rng, accountant: Accountant | None, prior, monitor,
+              max_cells: int, representation: str, max_model_cells: int) -> None:
+        """The state every PMW starts from (D at the prior, no round yet)."""
+        self._dist = make_distribution(schema, representation, prior=prior, max_cells=max_cells,
+                                       max_model_cells=max_model_cells)
+        if monitor is not None and self._dist.representation != "dense":
+            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
+                             "under the dense cap (--representation dense)")
+        if plan.universe_size != schema.universe_size:
+            raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
+        self.schema, self.plan = schema, plan
+        self._data = data if isinstance(data, Counts) else np.ascontiguousarray(data)
+        self._rng = make_rng(rng)
+        self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
+        self.monitor = monitor
+        self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
+        self.updates = 0
+        self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
+        self.capped = 0  # queries answered lazily because an update would grow D past its cap
+        self._epoch: AboveThreshold | None = None
+
+    @property
+    def halted(self) -> bool:
+        return self.updates >= self.plan.updates
 
     @property
     def representation(self) -> str:
@@ -96,6 +123,26 @@ class StoredDistribution:
     def distribution(self):
         """D_t, the public model: a fresh normalized flat array, or a copy of the factored model."""
         return self._dist.normalized() if self._dist.representation == "dense" else self._dist.copy()
+
+    def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        """The marginal of D_t on ``subset`` (fractions), cached until D moves (the variant
+        empties ``_model_tables`` then)."""
+        table = self._model_tables.get(subset)
+        if table is None:
+            table = self._dist.marginal(subset)
+            self._model_tables[subset] = table
+        return table
+
+    def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
+        table = self._data_tables.get(subset)
+        if table is None:
+            table = data_marginal(self._data, self.schema, subset)
+            self._data_tables[subset] = table
+        return table
+
+    def model_answer(self, query: Query) -> float:
+        """f(D_t) in rows: the plan's n times the query's fraction under D_t."""
+        return self.plan.rows * _query_value(self.model_table(query.columns), query)
 
 
 class PMW(StoredDistribution):
@@ -115,50 +162,8 @@ class PMW(StoredDistribution):
         representation: str = "auto",
         max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     ):
-        self._dist = make_distribution(schema, representation, prior=prior, max_cells=max_cells,
-                                       max_model_cells=max_model_cells)
-        if monitor is not None and self._dist.representation != "dense":
-            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
-                             "under the dense cap (--representation dense)")
-        if plan.universe_size != schema.universe_size:
-            raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
-        self.schema = schema
-        self.plan = plan
-        self._data = data if isinstance(data, Counts) else np.ascontiguousarray(data)
-        self._rng = make_rng(rng)
-        self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
-        self.monitor = monitor
-        self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
-        self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
-        self.updates = 0
+        self._open(data, schema, plan, rng, accountant, prior, monitor, max_cells, representation, max_model_cells)
         self.updates_log: list[_Update] = []
-        self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
-        self.capped = 0  # queries answered lazily because an update would grow D past its cap
-        self._epoch: AboveThreshold | None = None
-
-    # -- state ---------------------------------------------------------------------------
-    @property
-    def halted(self) -> bool:
-        return self.updates >= self.plan.updates
-
-    def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
-        """The marginal of D_t on ``subset`` (fractions), cached until the next update."""
-        table = self._model_tables.get(subset)
-        if table is None:
-            table = self._dist.marginal(subset)
-            self._model_tables[subset] = table
-        return table
-
-    def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
-        table = self._data_tables.get(subset)
-        if table is None:
-            table = data_marginal(self._data, self.schema, subset)
-            self._data_tables[subset] = table
-        return table
-
-    def model_answer(self, query: Query) -> float:
-        """f(D_t) in rows: the plan's n times the query's fraction under D_t."""
-        return self.plan.rows * _query_value(self.model_table(query.columns), query)
 
     # -- answering -----------------------------------------------------------------------
     def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:

@@ -46,16 +46,14 @@ import numpy as np
 from .accounting import Accountant, split_epsilon, subtract_epsilon
 from .composition import zcdp_rho_limit
 from .errors import SynthError
-from .distribution import make_distribution
 from .factored import DEFAULT_MAX_MODEL_CELLS
 from .fit import FIT_TOLERANCE
 from .mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise
 from .monitor import PracticalMonitor
 from .pmw import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from .pmw_plan import MAX_UPDATES
-from .rng import make_rng
 from .schema import Schema
-from .counts import Counts, Data, data_marginal
+from .counts import Data
 from .tables import DEFAULT_MAX_CELLS
 from .validation import check_positive_int, check_probability, check_real
 from .workload import Query, parse_query
@@ -321,61 +319,20 @@ class PracticalPMW(StoredDistribution):
         representation: str = "auto",
         max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
     ):
-        self._dist = make_distribution(schema, representation, prior=prior, max_cells=max_cells,
-                                       max_model_cells=max_model_cells)
+        self._open(data, schema, plan, rng, accountant, prior, monitor, max_cells, representation, max_model_cells)
         self._start = self._dist.copy()  # the release refits from here
-        if monitor is not None and self._dist.representation != "dense":
-            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
-                             "under the dense cap (--representation dense)")
-        if plan.universe_size != schema.universe_size:
-            raise ValueError(f"the plan is for |U|={plan.universe_size}, the schema has {schema.universe_size}")
-        self.schema, self.plan = schema, plan
-        self._data = data if isinstance(data, Counts) else np.ascontiguousarray(data)
-        self._rng = make_rng(rng)
-        self.accountant = accountant if accountant is not None else Accountant(plan.epsilon, plan.delta)
-        self.monitor = monitor
         self.replay_passes = check_positive_int(replay_passes, "replay_passes")
-        self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
-        self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
         self._noise_total = 0.0  # E[sum of |noise|] over every measured value: where a fit stops
         self._measured_queries: list[Query] = []  # what ("query", i, ...) refers to
         self._done: set = set()  # measured subsets, and measured queries' keys
         self._tested_lazy: set = set()  # subsets tested lazy since D last moved
-        self.updates = 0
         self.fit_passes: list[int] = []  # MW passes run after each update
         self.log: list[_Measurement] = []
-        self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
-        self.capped = 0  # queries answered lazily because an update would grow D past its cap
-        self._epoch: AboveThreshold | None = None
         self.released = None  # the release (a flat array, or a factored model), once made
         self._released_measurements = -1
         if plan.warm_subsets:
             self._warm_start()
-
-    # -- state ---------------------------------------------------------------------------
-    @property
-    def halted(self) -> bool:
-        return self.updates >= self.plan.updates
-
-    def model_table(self, subset: tuple[str, ...]) -> np.ndarray:
-        """The marginal of D_t on ``subset`` (fractions), cached until D moves."""
-        table = self._model_tables.get(subset)
-        if table is None:
-            table = self._dist.marginal(subset)
-            self._model_tables[subset] = table
-        return table
-
-    def _data_table(self, subset: tuple[str, ...]) -> np.ndarray:
-        table = self._data_tables.get(subset)
-        if table is None:
-            table = data_marginal(self._data, self.schema, subset)
-            self._data_tables[subset] = table
-        return table
-
-    def model_answer(self, query: Query) -> float:
-        """f(D_t) in rows."""
-        return self.plan.rows * _query_value(self.model_table(query.columns), query)
 
     def _warm_start(self) -> None:
         """Measure the plan's warm-start marginals (chosen from the public workload, never from
