@@ -53,8 +53,14 @@ def writable_target(path: str | os.PathLike) -> Path:
 
     Returns the resolved path of a regular file (existing or not) or a stream (FIFO or
     character device); raises ``SynthError`` for anything else, so nothing but a regular
-    file is ever replaced.
+    file is ever replaced, and for an empty path or one ending in a separator (``out/``
+    names a folder: resolved, it would have become the file ``out``).
     """
+    text = os.fspath(path)
+    if not text:
+        raise SynthError("empty path: give a file name")
+    if text.endswith(tuple(sep for sep in ("/", os.sep, os.altsep) if sep)):
+        raise SynthError(f"{text}: names a folder (it ends in {text[-1]!r}); give a file name")
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(target)

@@ -31,7 +31,7 @@ from .errors import DataError, locate
 from ._kernels.scan import pack_column, parse_int_lines
 from .counts import Counts, count_encoded, plan_scan
 from .tables import DEFAULT_MAX_CELLS
-from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value
+from .schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value
 
 __all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "encode_csv_lines", "iter_encoded",
            "parquet_chunks", "parquet_row_groups", "read", "scan", "decode"]
@@ -132,6 +132,7 @@ def encode(
     clipped_rows: dict[str, np.ndarray] = {}
     bad = np.zeros(len(frame), dtype=bool)
     for j, column in enumerate(selected):
+        _check_kind(frame[column.name], column, source)
         problems = _Problems(len(frame))
         codes[:, j], clipped_rows[column.name] = _encode_column(frame[column.name], column, problems)
         if problems.first is not None:
@@ -186,43 +187,80 @@ def _checked_codes(integers: Callable[[str], np.ndarray | None], rows: int, sele
 
 
 def _encode_column(series: pd.Series, column: Column, problems: _Problems) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of one column (0 where a row is bad) and the mask of rows clipped into an edge bin."""
+    """Codes of one column (0 where a row is bad) and the mask of rows clipped into an edge bin.
+
+    Booleans read as the labels 'False' and 'True' in a text categorical column, as 0 and 1 in
+    a coded or numeric-labelled one; a numeric (binned) column refuses them."""
     none = np.zeros(len(series), dtype=bool)
     if isinstance(column, Categorical) and not column.numeric_labels:
         return _encode_labels(series, column, problems), none
     if isinstance(column, Coded) and isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
         return _check_codes(series.to_numpy(), column, problems), none  # fast path: plain integers
+    if isinstance(column, Numeric) and pd.api.types.is_bool_dtype(series.dtype):
+        problems.add(np.ones(len(series), dtype=bool),
+                     lambda i: f"non-numeric value {_shown(series.iloc[i])}: the column holds booleans, and a numeric "
+                               "(binned) column needs numbers; make it coded (size 2) or categorical")
+        return np.zeros(len(series), dtype=np.int64), none
     values = _numbers(series, problems)
+    shown = _quoted(series, values)
     if isinstance(column, Numeric):
         codes, clipped = column.bin_codes(np.where(problems.mask, column.edges[0], values))
         return codes, np.asarray(clipped, dtype=bool)
     if isinstance(column, Coded):
         fractional = ~problems.mask & (values != np.floor(values))
-        problems.add(fractional, lambda i: f"value {format_value(values[i])} is not an integer code "
-                                           f"(domain 0..{column.size - 1})")
-        return _check_codes(np.where(problems.mask, 0, values), column, problems).astype(np.int64), none
+        problems.add(fractional, lambda i: f"value {shown(i)} is not an integer code (domain 0..{column.size - 1})")
+        return _check_codes(np.where(problems.mask, 0, values), column, problems, shown).astype(np.int64), none
     labels = np.array([float(v) for v in column.values])
     order = np.argsort(labels)
     at = np.clip(np.searchsorted(labels[order], values), 0, len(labels) - 1)
     found = problems.mask | (labels[order][at] == values)
-    problems.add(~found, lambda i: f"unknown category {format_value(values[i])}; allowed: "
-                                   f"{_list_preview(column.values)}")
+    problems.add(~found, lambda i: f"unknown category {shown(i)}; allowed: {_list_preview(column.values)}")
     return np.where(found & ~problems.mask, order[at], 0), none
 
 
-def _check_codes(values: np.ndarray, column: Coded, problems: _Problems) -> np.ndarray:
-    """``values`` with rows outside ``0..size-1`` marked bad (and set to 0)."""
+def _quoted(series: pd.Series, values: np.ndarray) -> Callable[[int], str]:
+    """How an error quotes row i of a column read as the numbers ``values``: the cell itself
+    where pandas kept it (text, an integer too large for int64, a bool), so the message shows
+    what the file holds, not its float (99999999999999999999999999 is no 1.0000000000000000476e26);
+    a float column's own value otherwise."""
+    if getattr(series.dtype, "kind", "O") == "f":
+        return lambda i: _shown(values[i])
+    return lambda i: _shown(series.iloc[i])
+
+
+def _check_codes(values: np.ndarray, column: Coded, problems: _Problems,
+                 shown: Callable[[int], str] | None = None) -> np.ndarray:
+    """``values`` with rows outside ``0..size-1`` marked bad (and set to 0); ``shown(i)``
+    quotes row i in the message (default: its value)."""
     outside = (values < 0) | (values >= column.size)
     if values.size and outside.any():
-        problems.add(outside, lambda i: f"value {format_value(values[i])} is outside the domain "
-                                        f"0..{column.size - 1}")
+        shown = shown or (lambda i: _shown(values[i]))
+        problems.add(outside, lambda i: f"value {shown(i)} is outside the domain 0..{column.size - 1}")
         values = np.where(outside, 0, values)
     return values
+
+
+def _check_kind(series: pd.Series, column: Column, source: object) -> None:
+    """Refuse timestamps and durations where the schema reads numbers: as numbers they are
+    raw counts of (micro- or nano)seconds, which would pass as codes or be clipped into a bin
+    without a word. (A text categorical column compares them as labels, and says so.)"""
+    kind = getattr(series.dtype, "kind", "O")
+    if kind not in "mM" or (isinstance(column, Categorical) and not column.numeric_labels):
+        return
+    what = "timestamps" if kind == "M" else "durations"
+    wants = "integer codes" if isinstance(column, Coded) else "numbers"
+    raise DataError(locate(f"holds {what} ({series.dtype}), but the schema's {column.kind} column reads {wants}; "
+                           f"convert the {what} to numbers first (e.g. years or days), or make the column categorical",
+                           file=source, column=column.name))
 
 
 def _encode_labels(series: pd.Series, column: Categorical, problems: _Problems) -> np.ndarray:
     """Codes of a string-labelled column, through pandas' categorical (one lookup per label)."""
     cat = series if isinstance(series.dtype, pd.CategoricalDtype) else series.astype("category")
+    categories = cat.cat.categories
+    booleans = len(categories) > 0 and all(isinstance(c, (bool, np.bool_)) for c in categories)
+    if booleans:  # True and False read as the labels 'True' and 'False'
+        cat = cat.cat.rename_categories([str(bool(c)) for c in categories])
     raw = cat.cat.codes.to_numpy()
     missing = raw < 0
     problems.add(missing, lambda i: "missing value")
@@ -235,25 +273,26 @@ def _encode_labels(series: pd.Series, column: Categorical, problems: _Problems) 
     codes = np.zeros(len(raw), dtype=np.int64)
     codes[~missing] = mapping[raw[~missing]]  # not mapping[raw]: no categories at all when every cell is missing
     unknown = codes < 0
+    hint = " (the column holds booleans: they read as the labels 'False' and 'True')" if booleans else ""
     problems.add(unknown, lambda i: f"unknown category {_shown(cat.iloc[i])}; allowed: "
-                                    f"{_list_preview(column.values)}")
+                                    f"{_list_preview(column.values)}{hint}")
     return np.where(unknown, 0, codes)
 
 
 def _numbers(series: pd.Series, problems: _Problems) -> np.ndarray:
-    """Float64 values of a column that must be numeric; missing or non-numeric cells are bad
-    (their value is NaN)."""
-    if pd.api.types.is_bool_dtype(series.dtype):
-        problems.add(np.ones(len(series), dtype=bool), lambda i: f"non-numeric value {_shown(series.iloc[i])}")
-        return np.zeros(len(series))
-    if pd.api.types.is_numeric_dtype(series.dtype):
+    """Float64 values of a column that must be numeric (booleans as 0 and 1); missing or
+    non-numeric cells are bad (their value is NaN)."""
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
         problems.add(np.isnan(values), lambda i: "missing value")
         problems.add(np.isinf(values), lambda i: f"non-finite value {format_value(values[i])}")
         return values
     absent = series.isna().to_numpy()
     problems.add(absent, lambda i: "missing value")
-    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    except OverflowError:  # Python integers past float range, kept as objects by pandas: +-inf
+        values = np.array([_float(v) for v in series], dtype=np.float64)
 
     def describe(i: int) -> str:
         text = series.iloc[i]
@@ -261,31 +300,44 @@ def _numbers(series: pd.Series, problems: _Problems) -> np.ndarray:
             return "missing value ('nan')"
         return f"non-numeric value {_shown(text)}"
 
+    def describe_inf(i: int) -> str:
+        cell = series.iloc[i]
+        return f"non-finite value {_shown(cell)}" if isinstance(cell, str) else \
+            f"value {_shown(cell)} is past the range of a float"
+
     problems.add(np.isnan(values) & ~absent, describe)
-    problems.add(np.isinf(values), lambda i: f"non-finite value {_shown(series.iloc[i])}")
+    problems.add(np.isinf(values), describe_inf)
     return values
 
 
+def _float(value) -> float:
+    """``float(value)``, an integer past float range as +-inf, and anything else as NaN."""
+    try:
+        return float(value)
+    except OverflowError:
+        return np.inf if value > 0 else -np.inf
+    except (TypeError, ValueError):
+        return np.nan
+
+
 def _shown(value) -> str:
-    """A data value as it should appear in an error: strings quoted, numbers plain."""
-    return repr(value) if isinstance(value, str) else format_value(value)
+    """A data value as it should appear in an error: strings quoted, numbers plain, anything
+    long cut (``synth.schema.shown_value``)."""
+    return shown_value(value)
 
 
 def _check_header(names: list[str], schema: Schema, selected: Schema, source: object) -> None:
+    """Refuse a header with a name twice, a name not in the schema, or a selected column
+    missing; the name is quoted cut short if long (a header is data too)."""
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise DataError(locate("appears twice in the header", file=source, column=name))
+            raise DataError(locate(f"column {_shown(name)}: appears twice in the header", file=source))
         seen.add(name)
     for name in names:
         if name not in schema:
-            raise DataError(
-                locate(
-                    f"is not in the schema (schema columns: {', '.join(schema.names)})",
-                    file=source,
-                    column=name,
-                )
-            )
+            raise DataError(locate(f"column {_shown(name)}: is not in the schema (schema columns: "
+                                   f"{', '.join(schema.names)})", file=source))
     for name in selected.names:
         if name not in seen:
             raise DataError(locate("is in the schema but missing from the data", file=source, column=name))
@@ -324,8 +376,17 @@ def iter_encoded(
 
 
 def is_parquet(path: Path) -> bool:
-    """A Parquet file (``.parquet``) or a folder (read as a Parquet dataset); else CSV."""
-    return path.is_dir() or path.suffix.lower() == ".parquet"
+    """A folder (read as a Parquet dataset), a ``.parquet`` file, or a regular file that starts
+    with Parquet's magic bytes ``PAR1`` whatever its name (``data.pq``, none); else CSV."""
+    if path.is_dir() or path.suffix.lower() == ".parquet":
+        return True
+    if not path.is_file():  # missing, or a FIFO: reading its first bytes would eat them
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def _iter_frame(frame, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
@@ -399,13 +460,15 @@ def parquet_row_groups(path: Path, schema: Schema, selected: Schema) -> list[tup
     import pyarrow.parquet as pq
 
     dataset = _parquet_dataset(path)
-    _check_header(list(dataset.schema.names), schema, selected, path)
     groups = []
     for fragment in dataset.get_fragments():
         try:
-            metadata = pq.ParquetFile(fragment.path).metadata
+            file = pq.ParquetFile(fragment.path)
+            metadata, names = file.metadata, file.schema_arrow.names
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
             raise DataError(f"{fragment.path}: not a readable Parquet file: {_first_line(exc)}") from None
+        # every file's own columns: the dataset's schema is its first file's
+        _check_header(list(names), schema, selected, fragment.path if path.is_dir() else path)
         first = 1
         for group in range(metadata.num_row_groups):
             rows = metadata.row_group(group).num_rows
@@ -529,7 +592,7 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
     as DataFrames by pandas (``csv_chunks``) from the first chunk that holds anything else.
     ``header_read``: the handle starts after the header (or holds none)."""
     rows = 0
-    if PLAIN_CSV and not dtypes and (header_read or b'"' not in handle.readline()):  # numbers only: fast reader
+    if PLAIN_CSV and not dtypes and (header_read or _plain_header(handle)):  # numbers only: fast reader
         for values in _plain_values(handle, header, selected, chunk_rows):
             if isinstance(values, int):  # a line it does not take: pandas reads on from that chunk
                 handle.seek(values)
@@ -543,6 +606,14 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
         handle.seek(0)  # pandas reads the header itself
     yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines,
                           names=header if header_read else None, rows_before=rows)
+
+
+def _plain_header(handle) -> bool:
+    """Read the header line; whether the plain reader may go on after it: no quote in it, and
+    it ends in ``\n`` or ``\r\n`` (in a file whose lines end in ``\r`` alone, old Mac style,
+    the "line" would be the whole file; pandas reads those)."""
+    line = handle.readline(PLAIN_READ_BYTES)
+    return line.endswith(b"\n") and b'"' not in line and b"\r" not in line[:-1].removesuffix(b"\r")
 
 
 #: Read plain integer lines with the Numba reader (False: pandas reads every line; the

@@ -26,20 +26,45 @@ import numpy as np
 from ._io import atomic_write, read_json
 from .errors import SchemaError
 
-__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "format_value"]
+__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "format_value", "shown_value"]
 
 _INT64_MAX = 2**63 - 1
+#: The most codes a column may have: its one-way table is the largest synth counts
+#: (``synth.tables.DEFAULT_MAX_CELLS``; past it, sizes overflowed the workload's int64 cell
+#: offsets or exhausted memory instead of being refused).
+MAX_COLUMN_SIZE = 10**8
 
 
 def format_value(value: Any) -> str:
-    """Short human-readable text for a label or number (quoted when it would be ambiguous)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    """Short human-readable text for a label or number (quoted when it would be ambiguous).
+
+    A float is written in its shortest exact form, as an integer where it has one below
+    1e16 (``3``, not ``3.0``; ``1e+300``, not 301 digits that were never in any file)."""
+    if isinstance(value, float):  # np.float64 too (repr of a plain float: no 'np.float64(...)')
+        value = float(value)
+        return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
     if isinstance(value, str):
         if value == "" or value != value.strip() or any(c in value for c in ",{}[]=\"'"):
             return json.dumps(value)
         return value
     return str(value)
+
+
+#: Longest text an error quotes whole; longer values are cut, their length said.
+SHOWN_CHARS = 60
+
+
+def shown_value(value: Any) -> str:
+    """A value as an error quotes it: strings quoted, numbers plain (``format_value``), and
+    anything longer than ``SHOWN_CHARS`` cut with an ellipsis and its length, so one huge
+    cell cannot make a huge message."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= SHOWN_CHARS else f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+    try:
+        text = format_value(value)
+    except ValueError:  # an integer past Python's 4300-digit limit on str()
+        return f"(an integer of {int(value).bit_length()} bits)"
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
 
 
 def _is_number(value: Any) -> bool:
@@ -265,8 +290,9 @@ class Coded:
 
     def __post_init__(self) -> None:
         _check_name(self.name)
-        if not isinstance(self.size, (int, np.integer)) or isinstance(self.size, bool) or self.size < 1:
-            raise SchemaError(f"column {self.name!r}: size {self.size!r} must be an integer >= 1")
+        problem = _size_problem(self.size)
+        if problem:
+            raise SchemaError(f"column {self.name!r}: {problem}")
         object.__setattr__(self, "size", int(self.size))
 
     def code_of(self, value: Any) -> int:
@@ -304,6 +330,17 @@ class Coded:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "type": self.kind, "size": self.size}
+
+
+def _size_problem(size: Any) -> str | None:
+    """What is wrong with a coded column's size (None if nothing): it must be an integer (not
+    a bool, not text) from 1 to ``MAX_COLUMN_SIZE``."""
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+        return f"size {shown_value(size)} must be an integer >= 1"
+    if size > MAX_COLUMN_SIZE:
+        return (f"size {shown_value(size)} is too large: a column may have at most {MAX_COLUMN_SIZE:,} codes "
+                "(the most cells of a table synth counts)")
+    return None
 
 
 Column = Union[Categorical, Numeric, Coded]
@@ -443,16 +480,17 @@ class Schema:
         """Build from the rich format or a private-pgm domain (``{"col": size, ...}``)."""
         if not isinstance(obj, dict) or not obj:
             raise SchemaError(f"{source}: expected a JSON object with 'columns', or a domain {{column: size}}")
-        if all(_is_number(v) for v in obj.values()):
+        if _is_domain(obj):
             columns = []
             for name, size in obj.items():
                 if not name:
                     raise SchemaError(f"{source}: column name {name!r} must be a non-empty string")
-                if not isinstance(size, int) or size < 1:
-                    raise SchemaError(f"{source}: column {name!r}: size {size!r} must be an integer >= 1")
+                problem = _size_problem(size)
+                if problem:
+                    raise SchemaError(f"{source}: column {name!r}: {problem}")
                 columns.append(Coded(name, size))
             return cls(tuple(columns))
-        _check_keys(obj, {"columns", "rows", "version", "description", "inferred"}, source, "schema")
+        _check_keys(obj, _SCHEMA_KEYS, source, "schema")
         if obj.get("version", 1) != 1:
             raise SchemaError(f"{source}: schema version {obj['version']!r} is not supported (expected 1)")
         entries = obj.get("columns")
@@ -477,6 +515,19 @@ class Schema:
         """Write the rich JSON format atomically."""
         with atomic_write(path, encoding="utf-8") as handle:
             handle.write(self.to_json_text())
+
+
+_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred"}
+
+
+def _is_domain(obj: dict) -> bool:
+    """Whether a JSON object is a private-pgm domain ``{column: size}``: every value a number,
+    or no 'columns' key, a key that is not the rich format's, and only plain values (so a size
+    of ``"x"`` or ``true`` is called a bad size, not an unknown key)."""
+    if all(_is_number(v) for v in obj.values()):
+        return True
+    return "columns" not in obj and not set(obj) <= _SCHEMA_KEYS and \
+        not any(isinstance(v, (dict, list)) for v in obj.values())
 
 
 def _label_key(value: Any) -> Any:
