@@ -303,6 +303,20 @@ def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet):
         close(client)
 
 
+#: A delta above this draws a warning when n is not known (1/n for a table of 100,000 rows).
+LARGE_DELTA = 1e-5
+
+
+def warn_if_large_delta(delta: float, rows: int | None) -> None:
+    """Warn when delta is too large to mean much: (epsilon, delta)-DP allows a mechanism to
+    publish a row outright with probability delta, so delta should be far below 1/n."""
+    limit = 1 / rows if rows else LARGE_DELTA
+    if delta > limit:
+        against = f"1/n = {limit:.3g}" if rows else f"{LARGE_DELTA:g} (1/n for 100,000 rows)"
+        warn(f"--delta {delta:g} is above {against}: with probability delta a mechanism may leak a row outright; "
+             "choose delta far below 1/n (e.g. 1e-9)")
+
+
 def warn_if_inferred(schema, schema_file) -> None:
     """One warning per private run whose schema was inferred from the data."""
     if getattr(schema, "inferred", False):

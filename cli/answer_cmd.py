@@ -33,6 +33,7 @@ from ._common import (
     variant_option,
     warn,
     warn_if_inferred,
+    warn_if_large_delta,
     write_output,
 )
 from ._outputs import check_outputs, force_option
@@ -229,6 +230,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
     from synth.pmw import HALTED, run_pmw
 
     warn_if_inferred(selected, schema_file)
+    warn_if_large_delta(delta, public_rows)
     with progress(f"reading {data}", quiet, "rows") as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
@@ -318,6 +320,7 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
     from synth.row_count import DEFAULT_COUNT_SHARE
 
     warn_if_inferred(selected, schema_file)
+    warn_if_large_delta(delta, rows if rows is not None else selected.rows)
     with progress(f"reading {data}", quiet, "rows") as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon

@@ -28,6 +28,7 @@ from ._common import (
     variant_option,
     warn,
     warn_if_inferred,
+    warn_if_large_delta,
 )
 from ._outputs import check_outputs, force_option
 
@@ -166,6 +167,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     if sample_rows is None and public_rows is not None:
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
+    warn_if_large_delta(delta, public_rows)
     estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
                          select_share, passes, updates, alpha, variant, representation)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:

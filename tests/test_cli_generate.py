@@ -224,3 +224,12 @@ def test_adult_mwem_beats_the_baselines(adult_paths, tmp_path):
         uniform.append(np.abs(truth - 1 / np.prod(shape)).sum())
     assert np.mean(errors) < np.mean(independent) < np.mean(uniform)
     assert np.mean(errors) < 0.083  # smartnoise-synth's MWEM on the same task (the brief)
+
+
+@pytest.mark.parametrize("delta, rows, warned", [("1e-9", None, False), ("1e-4", None, True),
+                                                 ("1e-4", "6000", False), ("1e-3", "6000", True)])
+def test_a_delta_too_large_to_mean_much_is_warned_about(files, delta, rows, warned):
+    extra = ("--rows", rows) if rows else ()
+    result = generate(files, "--epsilon", "1", "--delta", delta, *extra, "-o", files / "out.csv", "-q")
+    assert result.exit_code == 0, result.output
+    assert ("WARNING: --delta" in result.stderr) == warned
