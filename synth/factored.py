@@ -26,7 +26,7 @@ from .errors import SynthError
 from .junction_tree import JunctionTree, junction_tree, model_cells
 from .schema import Schema
 from .fit import MAX_STEP, measurement_weight
-from .tables import marginal_from_dense
+from .tables import marginal_from_dense, marginals_from_dense
 
 __all__ = ["DEFAULT_MAX_MODEL_CELLS", "FactoredModel", "ModelSizeError"]
 
@@ -166,8 +166,7 @@ class FactoredModel:
         return self.calibrate().marginal(subset)
 
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        calibration = self.calibrate()
-        return [calibration.marginal(s) for s in subsets]
+        return self.calibrate().marginals(subsets)
 
     def answer(self, query) -> float:
         """A query's probability under D (a ``synth.workload.Query``: columns and allowed codes)."""
@@ -259,6 +258,7 @@ class FactoredModel:
         subset's table)."""
         calibration = self.calibrate()
         residual, loss, exponents = 0.0, 0.0, []
+        calibration.marginals([subset for subset, *_ in targets])  # cached: one walk of each clique
         for subset, noisy, mask, weight in targets:
             estimate = calibration.marginal(subset) * n
             if mask is None:
@@ -290,9 +290,16 @@ class _Calibration:
         self.tree = tree = model._tree
         sizes = model._sizes
         tables = [np.zeros([sizes[c] for c in clique]) for clique in tree.cliques]
-        for subset, theta in model._potentials.items():
-            c = tree.clique_containing(subset)
-            tables[c] += _expand(theta, subset, tree.cliques[c], sizes)
+        held: list[list[Subset]] = [[] for _ in tree.cliques]
+        for subset in model._potentials:
+            held[tree.clique_containing(subset)].append(subset)
+        for c, subsets in enumerate(held):
+            for union, group in _grouped(subsets, sizes, tables[c].size):
+                table = np.zeros([sizes[k] for k in union]) if len(group) > 1 else model._potentials[group[0]]
+                if len(group) > 1:
+                    for subset in group:
+                        table += _expand(model._potentials[subset], subset, union, sizes)
+                tables[c] += _expand(table, union, tree.cliques[c], sizes)
         children: list[list[int]] = [[] for _ in tree.cliques]
         for i in tree.order[1:]:
             children[tree.parent[i]].append(i)
@@ -350,6 +357,22 @@ class _Calibration:
         with np.errstate(divide="ignore"):
             return np.log(summed) + top
 
+    def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """``marginal`` of each subset; those inside one clique are summed from its belief
+        together, in one walk of it (``marginals_from_dense``), not one walk each."""
+        tree, model = self.tree, self.model
+        inside: dict[int, list[Subset]] = {}
+        for subset in subsets:
+            key = model.canonical(subset)
+            c = tree.clique_containing(key) if key and key not in self._cache else None
+            if c is not None and key not in inside.setdefault(c, []):
+                inside[c].append(key)
+        for c, keys in inside.items():
+            if len(keys) > 1:
+                tables = marginals_from_dense(self.beliefs[c], model.schema.project(tree.cliques[c]), keys)
+                self._cache.update(zip(keys, tables))
+        return [self.marginal(subset) for subset in subsets]
+
     def marginal(self, subset: Sequence[str]) -> np.ndarray:
         model = self.model
         key = model.canonical(subset)
@@ -383,6 +406,32 @@ class _Calibration:
 def _axes_to(source: Sequence[str], target: Sequence[str]) -> list[int]:
     """The transpose that takes a table with axes ``source`` to axes ``target`` (same columns)."""
     return [list(source).index(c) for c in target]
+
+
+#: A clique's potentials are summed in groups whose union has at most this share of its cells.
+GROUP_SHARE = 1 / 16
+
+
+def _grouped(subsets: list[Subset], sizes: dict[str, int], clique_cells: int) -> list[tuple[Subset, list[Subset]]]:
+    """The potentials of one clique in groups, each with the union of its columns (schema
+    order) kept small (``GROUP_SHARE`` of the clique): each group is summed on its union, then
+    added to the clique once, so a clique holding dozens of pairs costs a few passes over its
+    cells, not one per pair. Best fit: a subset joins the group whose union grows least."""
+    order = {name: i for i, name in enumerate(sizes)}
+    limit = max(1, int(clique_cells * GROUP_SHARE))
+    groups: list[tuple[set[str], list[Subset]]] = []
+    for subset in sorted(subsets, key=lambda s: -math.prod(sizes[c] for c in s)):
+        best, best_cells = None, None
+        for columns, members in groups:
+            cells = math.prod(sizes[c] for c in columns | set(subset))
+            if cells <= limit and (best_cells is None or cells < best_cells):
+                best, best_cells = (columns, members), cells
+        if best is None:
+            groups.append((set(subset), [subset]))
+        else:
+            best[0].update(subset)
+            best[1].append(subset)
+    return [(tuple(sorted(columns, key=order.__getitem__)), members) for columns, members in groups]
 
 
 def _expand(table: np.ndarray, columns: Subset, target: Subset, sizes: dict[str, int]) -> np.ndarray:
