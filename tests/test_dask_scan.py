@@ -1,8 +1,13 @@
 """The scan on Dask (``synth.dask_scan``) on a LocalCluster of 2 workers: the same tables as the
 in-process scan, exactly, from CSV, Parquet and a Dask DataFrame; a partition with a bad value
-is one clear error and no output; and without Dask the option is refused in one line."""
+is the in-process reader's one clear error, at the row in the file, no task erring on a worker,
+and no output; a malformed --scheduler address is one line; and without Dask the option is
+refused in one line."""
 
+import re
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -128,11 +133,186 @@ def test_parquet_row_groups_gathered_into_partitions(client, tmp_path, monkeypat
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "g.parquet", row_group_size=300)
     monkeypatch.setattr(dask_scan, "PARQUET_PIECE_ROWS", 1000)  # 3 groups a partition, 4 partitions
     pieces = dask_scan._parquet_pieces(tmp_path / "g.parquet", SCHEMA, SCHEMA)
-    assert [(groups, first) for _, groups, first in pieces] == [([0, 1, 2], 1), ([3, 4, 5], 901),
-                                                                ([6, 7, 8], 1801), ([9], 2701)]
+    assert [(groups, firsts) for _, groups, firsts in pieces] == [
+        ([0, 1, 2], [1, 301, 601]), ([3, 4, 5], [901, 1201, 1501]), ([6, 7, 8], [1801, 2101, 2401]), ([9], [2701])]
     _assert_same(dask_scan.scan_dask(tmp_path / "g.parquet", SCHEMA, SUBSETS, client=client),
                  scan(tmp_path / "d.csv", SCHEMA, SUBSETS))
     frame.loc[2345, "zone"] = 3
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "g.parquet", row_group_size=300)
     with pytest.raises(DataError, match=r"g\.parquet \(partition 3 of 4\): row 2346, column 'zone': value 3"):
         dask_scan.scan_dask(tmp_path / "g.parquet", SCHEMA, SUBSETS, client=client)
+
+
+def _in_process_error(call) -> str:
+    """The message of the DataError ``call`` raises, without Dask's partition tag."""
+    with pytest.raises(DataError) as caught:
+        call()
+    return re.sub(r" \(partition \d+ of \d+\)", "", str(caught.value))
+
+
+@pytest.fixture
+def erred_tasks(client):
+    """Keys of the tasks that erred on the fixture's cluster (its scheduler runs in this process)
+    while the test ran: a task that raises is logged by its worker with a traceback."""
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Erred(SchedulerPlugin):
+        name = "synth-test-erred"
+
+        def __init__(self):
+            self.keys = []
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if finish == "erred":
+                self.keys.append(key)
+
+    scheduler = client.cluster.scheduler
+    plugin = Erred()
+    scheduler.add_plugin(plugin)
+    yield plugin.keys
+    scheduler.remove_plugin(name=plugin.name)
+
+
+def _quoted_header(inputs, *bad: tuple[int, str]):
+    """d.csv with a quoted header and ``bad`` (data row, line) put in; its path."""
+    lines = (inputs / "d.csv").read_text().splitlines()
+    lines[0] = ",".join(f'"{name}"' for name in lines[0].split(","))
+    for row, line in sorted(bad, reverse=True):
+        lines.insert(row, line)
+    (inputs / "q.csv").write_text("\n".join(lines) + "\n")
+    return inputs / "q.csv"
+
+
+@pytest.mark.parametrize("columns", [None, ["age", "zone"]])  # pandas' reader, the plain-integer one
+@pytest.mark.parametrize("bad", ["female,x,1", "female,,1", "female,2.5,1", "female,99999999999999999999,1",
+                                 'female,"2,1', "female,2,1,0"])
+def test_a_quoted_header_csv_reads_as_in_process(client, inputs, monkeypatch, erred_tasks, bad, columns):
+    """A CSV whose header is quoted is read by the blocks' reader too: the in-process verdict
+    and message for a bad value, an unclosed quote and a row of too many fields, at the row in
+    the file (4001: past the first blocks), and the in-process counts once such rows are dropped."""
+    from synth import dask_scan
+
+    monkeypatch.setattr(dask_scan, "CSV_BLOCK_BYTES", 20_000)  # 3 or 4 blocks
+    subsets = SUBSETS
+    if columns is not None:  # every field a number: the plain-integer reader's path
+        bad, subsets = bad.replace("female", "1"), [("age", "zone")]
+        (inputs / "d.csv").write_text((inputs / "d.csv").read_text().replace("female", "1").replace("male", "0"))
+    path = _quoted_header(inputs, (4001, bad))
+
+    def scans(scan, **options):
+        return scan(path, SCHEMA, subsets, columns=columns, **options)
+
+    expected = _in_process_error(lambda: scans(scan))
+    assert "row 4001" in expected
+    assert _in_process_error(lambda: scans(dask_scan.scan_dask, client=client)) == expected
+    if "never closed" not in expected:  # an open quote swallows the rest of the file: no verdict to drop
+        dropped = scans(dask_scan.scan_dask, client=client, bad_rows="drop")
+        in_process = scans(scan, bad_rows="drop")
+        assert dropped.n_rows == in_process.n_rows == 5000 and dropped.dropped == in_process.dropped == 1
+        for subset in subsets:
+            np.testing.assert_array_equal(dropped.tables[subset], in_process.tables[subset])
+    assert erred_tasks == []
+
+
+def test_csv_rows_are_numbered_from_the_file_start(client, inputs, monkeypatch, erred_tasks):
+    """A bad row in a later block is named by its row in the file (the rows of the blocks before
+    it counted only on error), and of two bad rows in different blocks the first in the file
+    is the error, whichever block failed first."""
+    from synth import dask_scan
+
+    monkeypatch.setattr(dask_scan, "CSV_BLOCK_BYTES", 10_000)  # 6 or 7 blocks
+    frame = pd.read_csv(inputs / "d.csv", nrows=4000)
+    frame.loc[3456, "age"] = 9
+    lines = (inputs / "d.csv").read_text().splitlines(keepends=True)
+    lines[4500] = "male,7,1\n"  # data row 4500
+    (inputs / "d.csv").write_text("".join(lines))
+    with pytest.raises(DataError, match=r"d\.csv \(partition [4-9] of \d\): row 4500, column 'age': value 7"):
+        dask_scan.scan_dask(inputs / "d.csv", SCHEMA, SUBSETS, client=client)
+    lines[3001] = "male,0,1,0\n"  # data row 3001: too many fields
+    (inputs / "d.csv").write_text("".join(lines))
+    with pytest.raises(DataError, match=r"\(partition [3-9] of \d\): malformed CSV: data row 3001 \(line 3002\) "
+                                        r"has 4 fields, the header has 3"):
+        dask_scan.scan_dask(inputs / "d.csv", SCHEMA, SUBSETS, client=client)
+    with pytest.raises(DataError, match=r"Dask DataFrame \(partition 4 of 4\): row 3457, column 'age': value 9"):
+        dask_scan.scan_dask(dd.from_pandas(frame, npartitions=4), SCHEMA, SUBSETS, client=client)
+    assert erred_tasks == []
+
+
+def test_the_tree_sum_passes_on_the_first_failure_behind_the_rows_before_it(monkeypatch):
+    """Without a cluster the tree sum (``_merge``) carries the first failure in partition order,
+    its row moved on by every row of the partitions ahead of it."""
+    from synth import dask_scan
+    from synth.counts import Counts, plan_scan
+
+    monkeypatch.setattr(dask_scan, "FAN_IN", 2)
+    plan = plan_scan(SCHEMA, SUBSETS)
+    failure = dask_scan._Failed("f.csv (partition 4 of 5): row 2, column 'age': bad", "f.csv (partition 4 of 5)")
+    later = dask_scan._Failed("f.csv (partition 5 of 5): row 1, column 'age': bad", "f.csv (partition 5 of 5)")
+    leaves = [Counts(plan, n_rows=10), Counts(plan, n_rows=5, dropped=2), Counts(plan, n_rows=3), failure, later]
+    total = dask_scan._tree(leaves, dask_scan._merge)
+    assert str(total.error()) == "f.csv (partition 4 of 5): row 22, column 'age': bad"
+
+
+def test_a_parquet_read_error_names_the_row_group_as_in_process(client, tmp_path, monkeypatch, erred_tasks):
+    """A damaged row group inside a piece of several is named by its first row in the file, as
+    the in-process reader names it, not by the piece's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from synth import dask_scan
+
+    frame = pd.read_csv(write_inputs(tmp_path, 3000, 2) / "d.csv")
+    path = tmp_path / "g.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=300, compression="none")
+    offset = pq.ParquetFile(path).metadata.row_group(5).column(1).data_page_offset
+    data = bytearray(path.read_bytes())
+    data[offset: offset + 12] = b"\xff" * 12  # the page header of group 5 (rows 1501-1800), column age
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(dask_scan, "PARQUET_PIECE_ROWS", 1000)  # groups 3-5 are partition 2
+    expected = _in_process_error(lambda: scan(path, SCHEMA, SUBSETS))
+    assert "cannot read Parquet near row 1501" in expected
+    assert _in_process_error(lambda: dask_scan.scan_dask(path, SCHEMA, SUBSETS, client=client)) == expected
+    assert erred_tasks == []
+
+
+@pytest.mark.parametrize("address, problem", [
+    ("foo", "not a scheduler address (tcp://HOST:PORT, or local)"),
+    ("", "not a scheduler address"),
+    ("LOCAL", "not a scheduler address"),
+    ("tcp://h:1/x", "not a scheduler address"),
+    ("inproc://x", "unsupported protocol 'inproc://'"),
+    ("tcp://:8786", "no host before the port"),
+    ("tcp://127.0.0.1:99999", "port 99999 is outside 1..65535"),
+    ("tls://127.0.0.1:1", "tls:// needs TLS certificates in Dask's configuration"),
+])
+def test_a_malformed_scheduler_address_is_one_line(address, problem):
+    from synth.dask_scan import connect
+
+    with pytest.raises(SynthError, match=f"^--scheduler {re.escape(repr(address))}: {re.escape(problem)}"):
+        connect(address)
+
+
+def test_generate_with_a_malformed_scheduler_says_what_is_wrong(inputs):
+    result = _generate(inputs, inputs / "d.csv", inputs / "out.csv", "--scheduler", "inproc://x")
+    assert result.exit_code == 1 and "Traceback" not in result.output and "bug in synth" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: --scheduler 'inproc://x': unsupported protocol 'inproc://' (tcp://HOST:PORT, or local)")
+    assert not (inputs / "out.csv").exists()
+
+
+def test_scheduler_local_with_a_bad_value_prints_one_line(inputs):
+    """The whole program, its LocalCluster's processes included: one line on stderr (no worker
+    log, no traceback), a non-zero exit and no output file."""
+    part = pd.read_parquet(inputs / "parts" / "part-1.parquet").reset_index(drop=True)
+    part.loc[3, "zone"] = 5
+    part.to_parquet(inputs / "parts" / "part-1.parquet")
+    out = inputs / "out.csv"
+    result = subprocess.run(
+        [sys.executable, "-m", "synth", "generate", str(inputs / "parts"), "--schema", str(inputs / "schema.json"),
+         "--workload", str(inputs / "w2.json"), "--epsilon", "1", "-o", str(out), "--quiet", "--scheduler", "local"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Error: {inputs / 'parts' / 'part-1.parquet'} (partition 2 of 4): row 4, column 'zone': value 5 is outside "
+        "the domain 0..2 (NON-PRIVATE: this message quotes the private data; --bad-rows drop skips such rows)"]
+    assert not out.exists()
