@@ -31,6 +31,7 @@ import pandas as pd
 from ._io import atomic_write
 from .data import code_dtype, decode
 from .errors import SynthError
+from .matching import all_pairs, match_pairs
 from .rng import child_rng, make_rng
 from .schema import Categorical, Numeric, Schema
 
@@ -440,10 +441,28 @@ def sample_model(
 
 def _code_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.random.Generator
                  ) -> Iterator[np.ndarray]:
-    """The rows' codes in blocks (a factored model samples its own)."""
+    """The rows' codes in blocks (a factored model samples its own, and each of its blocks is
+    then moved toward the model's two-way marginals: ``synth.matching``)."""
     if _is_factored(distribution):
-        return distribution.iter_sample_codes(rows, method, rng)
+        blocks = distribution.iter_sample_codes(rows, method, rng)
+        pairs = all_pairs(schema)
+        if method != "round" or not 0 < len(pairs) <= MATCH_MAX_PAIRS:
+            return blocks
+        tables = dict(zip(pairs, distribution.marginals(pairs)))
+        if sum(t.size for t in tables.values()) > MATCH_MAX_CELLS:
+            return blocks
+        return (_matched(block, schema, tables, rng) for block in blocks)
     return iter_codes(distribution, schema, rows, method, rng)
+
+
+#: Pair matching is skipped past this many pairs, or this many cells in their tables.
+MATCH_MAX_PAIRS = 1000
+MATCH_MAX_CELLS = 10**7
+
+
+def _matched(block: np.ndarray, schema: Schema, tables: dict, rng: np.random.Generator) -> np.ndarray:
+    match_pairs(block, schema, tables, rng)
+    return block
 
 
 def _rechunk(blocks: Iterable[np.ndarray], chunk_rows: int, width: int, dtype) -> Iterator[np.ndarray]:
