@@ -34,8 +34,10 @@ def match_pairs(codes: np.ndarray, schema: Schema, pair_tables: dict[tuple[str, 
     strides, offsets, targets = _layout(schema, pair_tables, rows)
     work = codes.astype(np.int64)
     counts = np.zeros_like(targets)
-    keys = offsets[None, :] + work @ strides.T
-    np.add.at(counts, keys.reshape(-1), 1.0)
+    for t, (a, b) in enumerate(pair_tables):  # table by table: no (rows, tables) array of keys
+        cells = pair_tables[(a, b)].size
+        keys = work[:, schema.index(a)] * schema[b].size + work[:, schema.index(b)]
+        counts[offsets[t]:offsets[t] + cells] = np.bincount(keys, minlength=cells)
     sizes = np.array(schema.shape, dtype=np.int64)
     moved = 0
     for _ in range(sweeps):
