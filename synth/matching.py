@@ -17,7 +17,7 @@ import numpy as np
 from ._kernels.matching import match_rows
 from .schema import Schema
 
-__all__ = ["MATCH_SWEEPS", "match_pairs"]
+__all__ = ["MATCH_SWEEPS", "all_pairs", "match_pairs"]
 
 #: Greedy sweeps over the rows (the first moves nearly all that moves).
 MATCH_SWEEPS = 2
