@@ -326,7 +326,6 @@ class _Calibration:
         self.beliefs = tables
         for i, top in zip(tree.order, tops):
             tables[i] *= math.exp(top - self.log_z)
-        self._children = children
         self._cache: dict[Subset, np.ndarray] = {}
 
     def _message_down(self, belief: np.ndarray, top: float, clique: int, child: int, upward: np.ndarray) -> np.ndarray:
@@ -468,10 +467,3 @@ def _contract(operands: list[tuple[Subset, np.ndarray]], keep: Subset) -> np.nda
     for columns, table in operands:
         arguments += [table, [labels[c] for c in columns]]
     return np.einsum(*arguments, [labels[c] for c in keep], optimize="greedy")
-
-
-def _log_sum(log_table: np.ndarray) -> float:
-    top = float(log_table.max())
-    if not math.isfinite(top):
-        return top
-    return top + math.log(float(np.exp(log_table - top).sum()))
