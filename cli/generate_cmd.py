@@ -59,7 +59,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
                    "of measuring every marginal would dwarf n (small tables), classic otherwise; the run says which.")
 @click.option("--rounds", type=click.IntRange(1),
               help="mwem --selection classic: rounds T (default: every marginal when there are at most 50; else two "
-                   "per column, at most 50; measuring queries, 50).")
+                   "per column, at most 50, or with --delta five per column, at most 64; measuring queries, 50).")
 @click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
               help="mwem: measure a whole marginal per round, or one query.")
 @click.option("--select-share", type=CheckedFloat("check_probability", "select-share"), default=None,
@@ -308,7 +308,7 @@ def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rou
         from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds
 
         candidates = len(queries.subsets) if measure == "marginal" else len(queries)
-        rounds = min(rounds or default_rounds(queries, candidates, measure), candidates)
+        rounds = min(rounds or default_rounds(queries, candidates, measure, zcdp=delta > 0), candidates)
         selecting = select_share is not None or rounds < candidates
         return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
                              DEFAULT_FINAL_PASSES, selecting)

@@ -186,3 +186,30 @@ def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
     assert spent.method == "zcdp" and spent.epsilon <= 1.0 and spent.delta <= 1e-6 and spent.epsilon > 0.99
     pure = mwem(codes, schema, workload, 1.0, rng=2, rounds=2)
     assert pure.parameters["composition"] == "basic" and pure.parameters["noise"] == "discrete Laplace"
+
+
+def test_default_rounds_grow_under_zcdp_where_gaussian_noise_costs_less():
+    from synth.mwem import DEFAULT_ROUNDS, ZCDP_MAX_ROUNDS, ZCDP_ROUNDS_PER_COLUMN, default_rounds
+
+    def pairs(columns: int) -> Workload:
+        return Workload.marginals(Schema(tuple(Coded(f"c{i}", 2) for i in range(columns))), 2)
+
+    for columns in (11, 12, 14, 20):
+        workload = pairs(columns)
+        candidates = len(workload.subsets)
+        assert default_rounds(workload, candidates) == min(DEFAULT_ROUNDS, 2 * columns)
+        zcdp = default_rounds(workload, candidates, zcdp=True)
+        assert zcdp == min(ZCDP_MAX_ROUNDS, ZCDP_ROUNDS_PER_COLUMN * columns) > default_rounds(workload, candidates)
+    small = pairs(10)  # 45 pairs: every one measured, whatever the accounting
+    assert default_rounds(small, 45) == default_rounds(small, 45, zcdp=True) == 45
+    assert default_rounds(pairs(14), 91, measure="query", zcdp=True) == DEFAULT_ROUNDS
+
+
+def test_mwem_with_delta_runs_the_zcdp_default_rounds():
+    schema = Schema(tuple(Coded(f"c{i}", 2) for i in range(12)))  # 66 pairs: more than DEFAULT_ROUNDS
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 2, (2000, 12))
+    workload = Workload.marginals(schema, 2)
+    zcdp = mwem(codes, schema, workload, 1.0, delta=1e-9, rows=2000, rng=1, selection="classic", final_passes=0)
+    pure = mwem(codes, schema, workload, 1.0, rows=2000, rng=1, selection="classic", final_passes=0)
+    assert zcdp.parameters["rounds"] == 60 and pure.parameters["rounds"] == 24
