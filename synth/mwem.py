@@ -354,10 +354,10 @@ def _fitting_in_order(dist, candidates: list, subset_of) -> list:
 
 def default_rounds(workload: Workload, candidates: int, measure: str = "marginal", zcdp: bool = False) -> int:
     """Rounds when none are given: every candidate when there are at most ``DEFAULT_ROUNDS``;
-    otherwise a few per column the workload touches, at most ``DEFAULT_ROUNDS``. Under pure
-    epsilon two per column (a one-way marginal and about one pair each, as a tree of pairs
-    needs): a round's noise grows linearly with the rounds, and on full adult's 91 pairs at
-    eps = 1, 28-40 rounds give mean L1 0.085-0.087 and 50 rounds 0.093. Under zCDP
+    otherwise a few per column the workload touches, capped. Under pure epsilon two per column
+    (a one-way marginal and about one pair each, as a tree of pairs needs), at most
+    ``DEFAULT_ROUNDS``: a round's noise grows linearly with the rounds, and on full adult's 91
+    pairs at eps = 1, 28-40 rounds give mean L1 0.085-0.087 and 50 rounds 0.093. Under zCDP
     (``zcdp``) ``ZCDP_ROUNDS_PER_COLUMN`` per column, at most ``ZCDP_MAX_ROUNDS``: Gaussian noise
     grows only with the square root of the rounds, and at eps = 1, delta = 1e-9 the model's
     median over seeds goes from 0.074 (28 rounds) to 0.067 (64 or 70; 78 rounds grew a model
