@@ -104,8 +104,7 @@ def run_config(config: Config, seed: int, data_dir: Path, folder: Path, truth: d
     seconds, peak, output = timed_process(synth_command(
         "generate", str(data_dir / "adult.csv"), "--schema", str(data_dir / "adult-domain.json"), *column_args,
         "--workload", str(workload), "--epsilon", "1", "--delta", repr(config.delta), "--seed", str(seed),
-        "--representation",
-        config.representation, "-q", "--force", "-o", str(out), "--model", str(model_file)))
+        "--representation", config.representation, "-q", "--force", "-o", str(out), "--model", str(model_file)))
     cells = re.search(r"distribution: \w+, ([\d,]+) cells", output)
     synthetic = pd.read_csv(out)
     found = pair_tables(synthetic, list(truth), sizes)
@@ -181,7 +180,8 @@ def report(bench, rows, seeds) -> str:
             shown(spread["model_cells"], "{:,.0f}"),
         ])
     lines.append(markdown_table(
-        [("columns", "l"), ("marginals", "l"), ("representation", "l"), ("delta", "r"), ("wall time", "r"), ("peak memory", "r"),
+        [("columns", "l"), ("marginals", "l"), ("representation", "l"), ("delta", "r"), ("wall time", "r"),
+         ("peak memory", "r"),
          ("synthetic CSV mean L1", "r"), ("model mean L1", "r"), ("model cells", "r")], table_rows))
     lines.append("")
     lines.append("AIM (private-pgm, graphical models, model size capped) on the 91 pairs: mean L1 0.087 in about "

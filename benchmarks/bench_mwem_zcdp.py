@@ -106,7 +106,8 @@ def main(argv=None) -> None:
 def report(bench, rows, seeds) -> str:
     lines = bench.header("MWEM: pure epsilon and zCDP, n public and noisy (bench_mwem_zcdp)", [np], repeats=False)
     lines.append(f"Seeds {', '.join(map(str, seeds))}; each figure the median over the seeds [range]. "
-                 "delta = 0: pure epsilon-DP, discrete Laplace; delta = 1e-9: rho-zCDP, discrete Gaussian, reported as (epsilon, delta). Time: the library call. "
+                 "delta = 0: pure epsilon-DP, discrete Laplace; delta = 1e-9: rho-zCDP, discrete Gaussian, "
+                 "reported as (epsilon, delta). Time: the library call. "
                  "Selection: what auto chose (adaptive or classic rounds, synth.mwem_adaptive).")
     lines.append("")
     table = []

@@ -295,8 +295,10 @@ class _Calibration:
             held[tree.clique_containing(subset)].append(subset)
         for c, subsets in enumerate(held):
             for union, group in _grouped(subsets, sizes, tables[c].size):
-                table = np.zeros([sizes[k] for k in union]) if len(group) > 1 else model._potentials[group[0]]
-                if len(group) > 1:
+                if len(group) == 1:
+                    table = model._potentials[group[0]]
+                else:
+                    table = np.zeros([sizes[k] for k in union])
                     for subset in group:
                         table += _expand(model._potentials[subset], subset, union, sizes)
                 tables[c] += _expand(table, union, tree.cliques[c], sizes)

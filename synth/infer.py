@@ -18,7 +18,7 @@ import pandas as pd
 
 from .data import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
 from .errors import DataError, SchemaError
-from .schema import Categorical, Column, Numeric, Schema, shown_value
+from .schema import SHOWN_CHARS, Categorical, Column, Numeric, Schema, shown_value
 
 __all__ = ["infer_schema", "MAX_TEXT_CATEGORIES"]
 
@@ -69,7 +69,8 @@ class _ColumnStats:
             text = texts.iloc[i]
             if _INTEGER.fullmatch(text):
                 digits = text.strip()  # quoted as numbers are, without quotes, cut if long
-                digits = digits if len(digits) <= 60 else f"{digits[:60]}... ({len(digits)} digits)"
+                if len(digits) > SHOWN_CHARS:
+                    digits = f"{digits[:SHOWN_CHARS]}... ({len(digits)} digits)"
                 problem = f"integer {digits} is past the 64-bit range (about 9.2e18)"
             elif not math.isfinite(numbers[i]):
                 problem = f"non-finite value {shown_value(text)}; synth reads only finite numbers"

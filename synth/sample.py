@@ -439,6 +439,14 @@ def sample_model(
     return decode_rows(codes, model.schema, numeric, rng)
 
 
+#: Pair matching is skipped past this many pairs, or this many cells in their tables, or
+#: this many rows (a sweep costs about 10 s a million rows of 14 columns; past a few million
+#: rows the sampler's own gap to the model is a fraction of what it is at n ~ 50,000).
+MATCH_MAX_PAIRS = 1000
+MATCH_MAX_CELLS = 10**7
+MATCH_MAX_ROWS = 2 * 10**6
+
+
 def _code_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.random.Generator
                  ) -> Iterator[np.ndarray]:
     """The rows' codes in blocks (a factored model samples its own, and each of its blocks is
@@ -446,21 +454,12 @@ def _code_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.r
     if _is_factored(distribution):
         blocks = distribution.iter_sample_codes(rows, method, rng)
         pairs = all_pairs(schema)
-        if method != "round" or rows > MATCH_MAX_ROWS or not 0 < len(pairs) <= MATCH_MAX_PAIRS:
-            return blocks
+        if (method != "round" or rows > MATCH_MAX_ROWS or not 0 < len(pairs) <= MATCH_MAX_PAIRS
+                or sum(schema[a].size * schema[b].size for a, b in pairs) > MATCH_MAX_CELLS):
+            return blocks  # the cells are counted before the model computes any table
         tables = dict(zip(pairs, distribution.marginals(pairs)))
-        if sum(t.size for t in tables.values()) > MATCH_MAX_CELLS:
-            return blocks
         return (_matched(block, schema, tables, rng) for block in blocks)
     return iter_codes(distribution, schema, rows, method, rng)
-
-
-#: Pair matching is skipped past this many pairs, or this many cells in their tables, or
-#: this many rows (a sweep costs about 10 s a million rows of 14 columns; past a few million
-#: rows the sampler's own gap to the model is a fraction of what it is at n ~ 50,000).
-MATCH_MAX_PAIRS = 1000
-MATCH_MAX_CELLS = 10**7
-MATCH_MAX_ROWS = 2 * 10**6
 
 
 def _matched(block: np.ndarray, schema: Schema, tables: dict, rng: np.random.Generator) -> np.ndarray:
