@@ -168,23 +168,29 @@ LOG_EVERY = 60.0
 
 
 @contextlib.contextmanager
-def progress(label: str, quiet: bool, unit: str | None = None) -> Iterator:
+def progress(label: str, quiet: bool, unit: str | None = None, *, private: bool = False) -> Iterator:
     """Progress on stderr driven by the library's ``progress(done, fraction)`` callback.
 
     A bar on a terminal; in a log or a pipe, plain lines ("label: 40% after 12 s, about 18 s
     left") once the work has taken more than ``LOG_AFTER`` seconds. With a ``unit`` ("rows"),
     ``done`` counts it, and the bar and the lines show the count and its rate.
+
+    ``private``: ``done`` counts the private table (its rows read, when n is not public): the
+    count would be the true n once the work ends, so only the fraction and a rate rounded to
+    two significant figures are shown.
     """
     if quiet:
         yield None
         return
     if not sys.stderr.isatty():
-        yield _ProgressLines(label, unit)
+        yield _ProgressLines(label, unit, private)
         return
     started = time.monotonic()
 
     def show(done):
-        return None if done is None or unit is None else _count_and_rate(done, unit, time.monotonic() - started)
+        if done is None or unit is None:
+            return None
+        return _count_and_rate(done, unit, time.monotonic() - started, private)
 
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, item_show_func=show) as bar:
         shown = [0]
@@ -197,19 +203,24 @@ def progress(label: str, quiet: bool, unit: str | None = None) -> Iterator:
         yield update
 
 
-def _count_and_rate(done: int, unit: str, seconds: float) -> str:
-    """'12,000,000 rows, 2.4 M rows/s'."""
+def _count_and_rate(done: int, unit: str, seconds: float, private: bool = False) -> str:
+    """'12,000,000 rows, 2.4 M rows/s'; private: 'about 2.4 M rows/s' (no count)."""
     rate = done / seconds if seconds > 0 else 0.0
+    if private:
+        rate = float(f"{rate:.2g}")  # two significant figures: no exact count can be worked back from it
     scaled = f"{rate / 1e6:.1f} M" if rate >= 1e6 else f"{rate / 1e3:.0f} k" if rate >= 1e3 else f"{rate:.0f}"
+    if private:
+        return f"about {scaled} {unit}/s"
     return f"{done:,} {unit}, {scaled} {unit}/s"
 
 
 class _ProgressLines:
     """The library's progress callback as plain stderr lines, for logs."""
 
-    def __init__(self, label: str, unit: str | None = None):
+    def __init__(self, label: str, unit: str | None = None, private: bool = False):
         self.label = label
         self.unit = unit
+        self.private = private
         self.started = self.last = time.monotonic()
         self.next_step = 0.1
 
@@ -223,9 +234,10 @@ class _ProgressLines:
         elif now - self.last < LOG_EVERY:
             return
         self.last = now
-        count = f" ({_count_and_rate(done, self.unit, elapsed)})" if self.unit else ""
+        count = f" ({_count_and_rate(done, self.unit, elapsed, self.private)})" if self.unit else ""
         if fraction is None or fraction <= 0:
-            click.echo(f"{self.label}: {done:,} done after {elapsed:.0f} s{count}", err=True)
+            done_text = "working" if self.private else f"{done:,} done"
+            click.echo(f"{self.label}: {done_text} after {elapsed:.0f} s{count}", err=True)
             return
         left = elapsed * (1 - fraction) / fraction
         click.echo(f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left{count}", err=True)
@@ -285,18 +297,19 @@ scheduler_option = click.option(
 )
 
 
-def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet):
-    """The planned scan of DATA, in process or on Dask (``--scheduler``), with progress."""
+def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet, private: bool):
+    """The planned scan of DATA, in process or on Dask (``--scheduler``), with progress
+    (``private``: n is not public, so the progress shows no row count)."""
     if scheduler is None:
         from synth.data import scan
 
-        with progress(f"reading {data}", quiet, "rows") as update:
+        with progress(f"reading {data}", quiet, "rows", private=private) as update:
             return scan(data, schema, subsets, columns=columns, progress=update, bad_rows=bad_rows)
     from synth.dask_scan import close, connect, scan_dask
 
     client = connect(scheduler)
     try:
-        with progress(f"reading {data} on Dask ({scheduler})", quiet, "rows") as update:
+        with progress(f"reading {data} on Dask ({scheduler})", quiet, "rows", private=private) as update:
             return scan_dask(data, schema, subsets, columns=columns, client=client, progress=update,
                              bad_rows=bad_rows)
     finally:

@@ -231,7 +231,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
 
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
-    with progress(f"reading {data}", quiet, "rows") as update:
+    with progress(f"reading {data}", quiet, "rows", private=public_rows is None) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     with progress("pmw", quiet) as update:
@@ -319,14 +319,15 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
     from synth.pmw import HALTED, open_pmw
     from synth.row_count import DEFAULT_COUNT_SHARE
 
+    public_rows = rows if rows is not None else selected.rows
     warn_if_inferred(selected, schema_file)
-    warn_if_large_delta(delta, rows if rows is not None else selected.rows)
-    with progress(f"reading {data}", quiet, "rows") as update:
+    warn_if_large_delta(delta, public_rows)
+    with progress(f"reading {data}", quiet, "rows", private=public_rows is None) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
     share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     opened = open_pmw(encoded.codes, selected, epsilon, delta, beta,
                       subsets=workload.subsets if workload is not None else (), queries=limit,
-                      rows=rows if rows is not None else selected.rows, rng=seed, count_share=share, updates=updates,
+                      rows=public_rows, rng=seed, count_share=share, updates=updates,
                       alpha=alpha, monitor=monitor_file is not None, variant=variant, test=test_kind,
                       **(storage or {}))
     pmw, plan, accountant = opened.pmw, opened.plan, opened.accountant
@@ -390,17 +391,26 @@ def _serve(pmw, schema, accountant, limit) -> _Tally:
         while True:
             try:
                 with interrupt.reading():
-                    raw = source.readline()
+                    raw = source.readline(MAX_LINE_BYTES + 1)
+                    too_long = len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n")
+                    while too_long and raw and not raw.endswith(b"\n"):
+                        raw = source.readline(MAX_LINE_BYTES)  # skip the rest of an over-long line
             except KeyboardInterrupt:
                 tally.reason = "interrupted"
                 break
             if not raw:
                 break
             interrupt.lines += 1
+            if interrupt.lines == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]  # a byte-order mark (some Windows tools write one) is not content
             if not raw.strip():
                 continue
             try:
-                record = _answer_line(pmw, schema, accountant, raw, interrupt.lines, position)
+                if too_long:
+                    record = {"query_id": position,
+                              "error": f"line {interrupt.lines}: longer than {MAX_LINE_BYTES:,} bytes: skipped"}
+                else:
+                    record = _answer_line(pmw, schema, accountant, raw, interrupt.lines, position)
             except BudgetExceeded as exc:
                 record = {"query_id": position, "error": one_line(f"line {interrupt.lines}: budget exhausted: {exc}")}
                 tally.reason = "budget exhausted"
@@ -467,8 +477,18 @@ def _interrupt_between_lines():
         signal.signal(signal.SIGINT, previous)
 
 
+#: The longest stream line read (1 MiB): a longer one is skipped with an error object.
+MAX_LINE_BYTES = 1 << 20
+#: The longest string query_id, in characters, and the largest integer one (in absolute value): an
+#: id is echoed on every answer, so it is kept to a sane size.
+MAX_ID_CHARS = 200
+MAX_ID = 2**63 - 1
+_BOM = "\ufeff".encode("utf-8")
+
+
 def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int) -> dict:
     """One input line's output object: the answer, or ``{"query_id", "error"}``."""
+    from synth._io import DuplicateKey, no_duplicate_keys
     from synth.accounting import BudgetExceeded
     from synth.errors import SynthError
     from synth.workload import parse_query
@@ -477,18 +497,26 @@ def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int
         return {"query_id": query_id, "error": one_line(f"line {number}: {message}")}
 
     try:
-        item = json.loads(raw.decode("utf-8"))
+        item = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
     except UnicodeDecodeError:
         return error("not UTF-8 text")
     except json.JSONDecodeError as exc:
         return error(f"not valid JSON ({exc.msg} at column {exc.colno})")
     except RecursionError:
         return error("not valid JSON (nested too deeply)")
+    except DuplicateKey as exc:
+        return error(f"key {_shorten(exc.args[0])!r} appears twice in one JSON object")
+    except ValueError:  # an integer of more than 4,300 digits (Python's limit on int conversion)
+        return error("not valid JSON (a number with thousands of digits)")
     if not isinstance(item, dict):
         return error(f"expected a JSON object like {{\"where\": {{\"column\": \"value\"}}}}, got {_kind(item)}")
     query_id = item.pop("query_id", position)
     if isinstance(query_id, bool) or not isinstance(query_id, (int, str)):
-        return error(f"query_id must be an integer or a string, got {json.dumps(query_id)}")
+        return error(f"query_id must be an integer or a string, got {_kind(query_id)}")
+    if isinstance(query_id, int) and abs(query_id) > MAX_ID:
+        return error(f"query_id {_shorten(str(query_id))} is out of range (at most {MAX_ID:,} in absolute value)")
+    if isinstance(query_id, str) and len(query_id) > MAX_ID_CHARS:
+        return error(f"query_id {_shorten(query_id)!r} is longer than {MAX_ID_CHARS} characters")
     unknown = sorted(set(item) - {"name", "where"})
     if unknown:
         return error(f"unknown key {unknown[0]!r}; allowed: query_id, name, where", query_id)
@@ -503,9 +531,17 @@ def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int
         raise
     except SynthError as exc:
         return {"query_id": query_id, "error": one_line(f"line {number}: {exc}")}
+    except MemoryError:
+        return error("out of memory answering this query: the stream goes on without it", query_id)
     return {"query_id": query_id, "answer": float(result.value), "round": result.round,
             "epsilon_spent": float(accountant.spent().epsilon)}
 
 
 def _kind(item) -> str:
-    return {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(item), "a number")
+    return {list: "a list", dict: "an object", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(item), "a number")
+
+
+def _shorten(text: str, keep: int = 40) -> str:
+    """A long text cut to its first ``keep`` characters, saying how long it was."""
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text):,} characters)"

@@ -64,7 +64,7 @@ def demo(output, epsilon, seed, quiet) -> None:
     workload = Workload(schema, Workload.marginals(schema, 2).queries + Workload.marginals(schema, 3).queries,
                         description="all 2- and 3-way marginals of the demo table")
     workload.save(folder / "workload.json")
-    with progress(f"reading {data.name}", quiet, "rows") as update:
+    with progress(f"reading {data.name}", quiet, "rows", private=True) as update:
         codes = read(data, schema, progress=update).codes
     tables = {subset: marginal(codes, schema, subset) for subset in workload.subsets}
     rng = np.random.default_rng(seed)  # one generator: the two runs draw independent noise

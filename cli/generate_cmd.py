@@ -174,7 +174,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
         note(f"{mechanism}: {estimate.describe()}")
     # one pass: the tables the engine may ask for, and n
     counts = scan_data(data, full, queries.subsets, columns=columns, bad_rows=bad_rows, scheduler=scheduler,
-                       quiet=quiet)
+                       quiet=quiet, private=public_rows is None)
     options = {"delta": delta, "rows": public_rows, "selection": selection, "rounds": rounds, "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,

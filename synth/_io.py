@@ -101,24 +101,26 @@ def read_json(path: str | os.PathLike, error: type[SynthError] = SynthError) -> 
     if not text.strip():
         raise error(f"{path}: file is empty (expected JSON)")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        return json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise error(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise error(f"{path}: key {exc.args[0]!r} appears twice in one JSON object") from None
     except RecursionError:
         raise error(f"{path}: JSON nested too deeply (lists or objects inside each other thousands of times)") from None
 
 
-class _DuplicateKey(Exception):
-    pass
+class DuplicateKey(Exception):
+    """A key that appears twice in one JSON object (its ``args[0]``)."""
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` that refuses a repeated key instead of keeping the last
+    one silently (a second ``"where"`` would otherwise replace the first)."""
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _DuplicateKey(key)
+            raise DuplicateKey(key)
         result[key] = value
     return result
 

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import _DuplicateKey, _no_duplicate_keys, atomic_write
+from ._io import DuplicateKey, atomic_write, no_duplicate_keys
 from .errors import SynthError
 from .schema import Schema
 from .factored import FactoredModel
@@ -285,12 +285,12 @@ def _read_archive(path: str | os.PathLike) -> tuple[dict[str, Any], Any]:
     if not isinstance(raw_meta, np.ndarray) or raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
         raise ModelError(f"{path}: damaged model file: the header is not stored as bytes")
     try:
-        meta = json.loads(raw_meta.tobytes().decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+        meta = json.loads(raw_meta.tobytes().decode("utf-8"), object_pairs_hook=no_duplicate_keys)
     except UnicodeDecodeError:
         raise ModelError(f"{path}: damaged model file: the header is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: damaged model file: the header is not JSON ({exc})") from None
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise ModelError(f"{path}: damaged model file: header field {exc.args[0]!r} appears twice") from None
     except RecursionError:
         raise ModelError(f"{path}: damaged model file: the header is nested too deeply") from None

@@ -88,13 +88,61 @@ def test_malformed_lines_get_an_error_object_and_the_stream_goes_on(files):
         'line 2: expected a JSON object like {"where": {"column": "value"}}, got a list',
         "line 3: query 2: unknown column 'sexx'; columns are: sex, smoker, region",
         "line 4: query 3, column 'sex': unknown value 'other'; allowed: female, male",
-        "line 5: query_id must be an integer or a string, got [1]",
+        "line 5: query_id must be an integer or a string, got a list",
         "line 6: unknown key 'extra'; allowed: query_id, name, where",
         "line 8: not UTF-8 text",
     ]
     assert [set(r) for r in out if "error" in r] == [{"query_id", "error"}] * 7
     assert "answer" in out[6] and "answer" in out[8]
     assert "stream ended (end of input): 2 answers, 7 error lines" in result.stderr
+
+
+def test_no_bad_line_ends_the_stream_and_ids_are_kept_short(files, monkeypatch):
+    """A leading byte-order mark is not content; a 5,000-digit id, a repeated key, an over-long id
+    and an over-long line each get one error object that does not echo them, and the stream goes
+    on to answer the line after each."""
+    from cli import answer_cmd
+
+    monkeypatch.setattr(answer_cmd, "MAX_LINE_BYTES", 8192)  # the 1 MiB limit, scaled for the test
+    good = json.dumps(QUERIES[0])
+    text = ("\ufeff" + good + "\n"
+            + '{"query_id": ' + "7" * 5000 + ', "where": {"sex": "male"}}\n' + good + "\n"
+            + '{"where": {"sex": "male"}, "where": {"sex": "female"}}\n' + good + "\n"
+            + json.dumps({"query_id": "x" * 3000, "where": {}}) + "\n" + good + "\n"
+            + json.dumps({"query_id": 2**70, "where": {}}) + "\n" + good + "\n"
+            + json.dumps({"query_id": "y" * 10000, "where": {}}) + "\n" + good + "\n")
+    result = stream(files, text, "--rows", "4000")
+    assert result.exit_code == 0, result.output
+    assert "bug in synth" not in result.output
+    out = records(result)
+    assert len(out) == 11 and [r["query_id"] for r in out] == list(range(11))
+    assert ["answer" in r for r in out] == [True, False, True, False, True, False, True, False, True, False, True]
+    errors = [r["error"] for r in out if "error" in r]
+    assert errors[0] == "line 2: not valid JSON (a number with thousands of digits)"
+    assert errors[1] == "line 4: key 'where' appears twice in one JSON object"
+    assert errors[2].startswith("line 6: query_id 'xxxx") and "3,000 characters" in errors[2]
+    assert "out of range" in errors[3]
+    assert errors[4] == "line 10: longer than 8,192 bytes: skipped"
+    assert all(len(json.dumps(r)) < 300 for r in out)  # nothing long is echoed
+
+
+def test_a_query_that_runs_out_of_memory_gets_an_error_and_the_model_is_saved(files, monkeypatch):
+    """A query the model cannot answer is one error line: the stream goes on and the model is saved."""
+    answer = PracticalPMW.answer
+
+    def answer_or_fail(self, query, **kwargs):
+        if len(query.columns) == 2:
+            raise MemoryError
+        return answer(self, query, **kwargs)
+
+    monkeypatch.setattr(PracticalPMW, "answer", answer_or_fail)
+    result = stream(files, lines(QUERIES[0], QUERIES[1], QUERIES[2]), "--rows", "4000", "--save-model",
+                    files / "m.npz")
+    assert result.exit_code == 0, result.output
+    out = records(result)
+    assert ["answer" in r for r in out] == [True, False, True]
+    assert out[1]["error"] == "line 2: out of memory answering this query: the stream goes on without it"
+    assert Model.load(files / "m.npz").mechanism == "pmw"
 
 
 def test_halted_pmw_keeps_answering_without_spending(files):
