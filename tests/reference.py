@@ -137,13 +137,19 @@ def discrete_laplace(gen: Xoshiro, s: int, t: int) -> int:
         return -y if negative else y
 
 
-def discrete_gaussian(gen: Xoshiro, p: int, q: int, t: int, y_max: int) -> int | None:
-    """Twin of ``discrete_gaussian_one`` in Python integers (None where the kernel falls back)."""
+def discrete_gaussian(gen: Xoshiro, p: int, q: int, t: int, y_max: int | None = None) -> int:
+    """Twin of ``discrete_gaussian_one`` in Python integers: CKS Algorithm 3 with every
+    candidate's test finished, whatever its size (the kernel's 64-bit, 128-bit and huge-gamma
+    paths draw the same random words in the same order). A candidate past ``y_max``, if
+    given, is tested as the kernel tests one whose gamma is past 2^62: Bernoulli(exp(-1))
+    draws up to the first failure, which rejects it."""
     den = 2 * p * q * t * t
     while True:
         y = discrete_laplace(gen, 1, t)
-        if abs(y) > y_max:
-            return None
+        if y_max is not None and abs(y) > y_max:
+            while bernoulli_exp_minus_one(gen):
+                pass
+            continue
         num = (abs(y) * t * q - p) ** 2
         whole, rest = divmod(num, den)
         accept = True

@@ -89,7 +89,7 @@ def test_gaussian_fallback_and_python_path_draw_the_same_law(monkeypatch):
 
     def stop_early(out, start, stop, *args):
         calls.append(start)
-        if len(calls) == 1:  # pretend the first candidate passed y_max
+        if len(calls) == 1:  # pretend the kernel handed the first draw back (2^62 passes)
             return start
         return real(out, start, stop, *args)
 

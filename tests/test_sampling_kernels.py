@@ -23,6 +23,7 @@ def as_state(words):
     return np.array(words, dtype=np.uint64)
 
 
+@settings(deadline=None)  # the first call loads the compiled kernel
 @given(states)
 def test_xoshiro_matches_python(words):
     state, twin = as_state(words), ref.Xoshiro(words)
@@ -82,10 +83,8 @@ def test_discrete_laplace_kernel_matches_python(words, params):
 
 
 @settings(max_examples=60, deadline=None)
-@given(states, st.sampled_from([0.3, 1, 2.5, 7.25, 1176.47, 1e6, 4e8]))
+@given(states, st.sampled_from([0.3, 1, 2.5, 7.25, 1176.47, 1e6, 4e8, 8.5e8, 1.5e9, 2.14e9]))
 def test_discrete_gaussian_kernel_matches_python(words, sigma2):
-    from fractions import Fraction
-
     from synth.mechanisms.discrete import gaussian_parameters
 
     p, q, t, y_max = gaussian_parameters(Fraction(sigma2))
@@ -93,32 +92,99 @@ def test_discrete_gaussian_kernel_matches_python(words, sigma2):
     out = np.zeros(25, dtype=np.int64)
     stop = _kernels.fill_discrete_gaussian(out, 0, 25, np.uint64(p), np.uint64(q), np.uint64(t), np.uint64(y_max),
                                            state)
-    expected = []
-    while len(expected) < 25:
-        draw = ref.discrete_gaussian(twin, p, q, t, y_max)
-        if draw is None:  # the kernel hands this draw back to Python: it must stop here too
-            break
-        expected.append(draw)
-    assert out[:stop].tolist() == expected and stop == len(expected)
-    if sigma2 < 1e6:
-        assert stop == 25  # a fallback has probability below e^-40
+    assert stop == 25  # the kernel finishes every candidate's test: it hands nothing back
+    assert out.tolist() == [ref.discrete_gaussian(twin, p, q, t) for _ in range(25)]
+    assert [int(w) for w in state] == twin.s
+
+
+#: A state whose first draw at sigma2 = 8.5e8 is 134801 (4.6 sigma), past 118160: a candidate
+#: the kernel handed back before issue 26 (the whole sample was then redrawn, so such tails
+#: came about 60 times too rarely).
+_TAIL_STATE = [17641767824203138214, 6497498260980460720, 18426795477231853469, 4276906455238296650]
+
+
+def test_discrete_gaussian_kernel_keeps_a_tail_candidate():
+    from synth.mechanisms.discrete import gaussian_parameters
+
+    p, q, t, y_max = gaussian_parameters(Fraction(850_000_000))
+    state, twin = as_state(_TAIL_STATE), ref.Xoshiro(_TAIL_STATE)
+    out = np.zeros(3, dtype=np.int64)
+    args = [np.uint64(value) for value in (p, q, t, y_max)]
+    stop = _kernels.fill_discrete_gaussian(out, 0, 3, *args, state)
+    assert stop == 3 and out.tolist() == [ref.discrete_gaussian(twin, p, q, t) for _ in range(3)]
+    assert out[0] == 134801
+
+
+@settings(max_examples=40, deadline=None)
+@given(states, st.sampled_from([(2.5, 3), (1176.47, 40), (8.5e8, 20000)]))
+def test_discrete_gaussian_huge_gamma_path_matches_python(words, case):
+    """A ``y_max`` far below the real one sends candidates down the kernel's huge-gamma path
+    (Bernoulli(exp(-1)) draws up to the first failure): the same words as the twin."""
+    from synth._kernels.sampling import laplace_constants
+    from synth.mechanisms.discrete import gaussian_parameters
+
+    sigma2, y_max = case
+    p, q, t, _ = gaussian_parameters(Fraction(sigma2))
+    v_max, bits = laplace_constants(np.uint64(t))
+    state, twin = as_state(words), ref.Xoshiro(words)
+    got = [_kernels.discrete_gaussian_one(state, np.uint64(p), np.uint64(q), np.uint64(t), v_max, bits,
+                                          np.uint64(y_max)) for _ in range(10)]
+    assert all(ok for _, ok in got) and all(abs(int(y)) <= y_max for y, _ in got)
+    assert [int(y) for y, _ in got] == [ref.discrete_gaussian(twin, p, q, t, y_max) for _ in range(10)]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.fractions(min_value=Fraction(1, 10**6), max_value=10**9))
+@given(st.integers(0, 2**64 - 1))
+def test_square_128_matches_python(d):
+    high, low = _kernels.square_128(np.uint64(d))
+    assert (int(high) << 64) | int(low) == d * d
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 2**63 - 1), st.data())
+def test_divmod_128_matches_python(den, data):
+    high = data.draw(st.integers(0, den - 1))
+    low = data.draw(st.integers(0, 2**64 - 1))
+    quotient, rest = _kernels.divmod_128(np.uint64(high), np.uint64(low), np.uint64(den))
+    assert (int(quotient), int(rest)) == divmod((high << 64) | low, den)
+
+
+def test_discrete_gaussian_tail_mass_past_the_old_cutoff():
+    """At sigma2 = 8.5e8, |z| > 118160 (4.05 sigma: the old kernel's cutoff) has probability
+    5.06e-5; the old kernel drew it about 60 times too rarely (about 1.7 in 2e6, not 101)."""
+    from synth.mechanisms.discrete import discrete_gaussian_noise
+
+    sigma2, cutoff, n = 850_000_000, 118_160, 2_000_000
+    z = np.arange(0, 40 * math.isqrt(sigma2), dtype=np.float64)
+    weights = np.exp(-z * z / (2 * sigma2))
+    tail = 2 * weights[cutoff + 1:].sum() / (2 * weights.sum() - 1)
+    noise = discrete_gaussian_noise(n, sigma2, rng=11)
+    hits = int((np.abs(noise) > cutoff).sum())
+    assert stats.binomtest(hits, n, tail).pvalue > 1e-6, (hits, n * tail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fractions(min_value=Fraction(1, 10**6), max_value=4 * 10**9))
 def test_gaussian_parameters_round_sigma2_up_and_fit_64_bits(sigma2):
     from synth.mechanisms.discrete import gaussian_parameters
 
     found = gaussian_parameters(sigma2)
     if found is None:  # only past the kernel's range
-        assert sigma2 > 5 * 10**8
+        assert sigma2 > 2 * 10**9
         return
     p, q, t, y_max = found
     assert Fraction(p, q) >= sigma2 and Fraction(p, q) - sigma2 < Fraction(1, q)  # rounded up, by under 1/q
     assert q & (q - 1) == 0 and q <= 2**32 and t == math.isqrt(p // q) + 1
-    assert 2 * p * q * t * t < 2**63 and (y_max * t * q + p) ** 2 < 2**64 and y_max >= 4 * t
+    assert 2 * p * q * t * t < 2**63 and y_max * t * q + p < 2**64 <= (y_max + 1) * t * q + p
+    fast_reach = (2**32 - 1 - p) // (t * q)  # candidates whose square fits 64 bits
     if sigma2 < 10**6:
-        assert q >= 2**6 and y_max >= 40 * t  # fine rounding and a negligible fallback rate
+        assert q >= 2**6 and fast_reach >= 40 * t  # fine rounding and a rare 128-bit path
+    elif sigma2 < 10**8:
+        assert fast_reach >= 40 * t
+    elif sigma2 < 8 * 10**8:
+        assert fast_reach >= 4 * t
+    else:
+        assert q == 1
 
 
 def test_parallel_blocks_equal_serial_blocks():

@@ -207,6 +207,40 @@ def fill_discrete_laplace_blocks(out, block, s, t, states, stops):  # pragma: no
         states[b, :] = state  # the caller continues from here after a fallback
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+#: Bernoulli(exp(-1)) trials the kernel runs for a candidate whose gamma exceeds 2^62 (see
+#: ``discrete_gaussian_one``): passing them all has probability exp(-2^62) and takes centuries.
+_HUGE_TRIALS = np.uint64(1) << np.uint64(62)
+
+
+@njit(cache=True)
+def square_128(d):  # pragma: no cover - compiled
+    """``d * d`` for a uint64 ``d`` as the 128-bit pair ``(high, low)`` (32-bit halves)."""
+    a = d >> np.uint64(32)
+    b = d & _LOW32
+    cross = a * b  # d^2 = a^2 2^64 + cross 2^33 + b^2
+    low = b * b
+    mid = cross << np.uint64(33)
+    total = low + mid
+    carry = _ONE if total < low else _ZERO
+    return a * a + (cross >> np.uint64(31)) + carry, total
+
+
+@njit(cache=True)
+def divmod_128(high, low, den):  # pragma: no cover - compiled
+    """``divmod(high 2^64 + low, den)`` for ``high < den < 2^63`` (so the quotient fits 64 bits):
+    binary long division, one quotient bit per step."""
+    rest = high
+    quotient = _ZERO
+    for i in range(63, -1, -1):
+        rest = (rest << _ONE) | ((low >> np.uint64(i)) & _ONE)  # rest < 2^63: no overflow
+        quotient <<= _ONE
+        if rest >= den:
+            rest -= den
+            quotient |= _ONE
+    return quotient, rest
+
+
 @njit(cache=True)
 def discrete_gaussian_one(state, p, q, t, v_max, bits, y_max):  # pragma: no cover - compiled
     """One draw with P(z) proportional to exp(-z^2 / (2 sigma2)), sigma2 = p/q, and an ok flag
@@ -214,31 +248,55 @@ def discrete_gaussian_one(state, p, q, t, v_max, bits, y_max):  # pragma: no cov
 
     Candidates are discrete Laplace of scale ``t`` (``v_max`` and ``bits`` as
     ``laplace_constants(t)`` gives them), kept with probability
-    exp(-(|y| - sigma2/t)^2 / (2 sigma2)) = exp(-(|y| t q - p)^2 / (2 p q t^2)), decided in
-    integers: the whole part by Bernoulli(exp(-1)) draws, the rest by ``bernoulli_exp_fraction``.
-    The caller guarantees 2 p q t^2 < 2^63 and y_max t q + p < 2^32 (so the square fits 64
-    bits); the flag is False when a candidate passes ``y_max`` or the Laplace step overflows,
-    and the caller then draws that sample with Python integers.
+    exp(-gamma), gamma = (|y| - sigma2/t)^2 / (2 sigma2) = d^2 / den with d = |y| t q - p and
+    den = 2 p q t^2, decided in integers: the whole part of gamma by Bernoulli(exp(-1)) draws,
+    the rest by ``bernoulli_exp_fraction``. Every candidate's test is finished here, never
+    cut short, so the law is exact at every sigma2 the caller passes:
+
+    - d < 2^32 (nearly every candidate when the caller's parameters allow): d^2 in 64 bits;
+    - |y| <= ``y_max``, so d < 2^64: d^2 in 128 bits (``square_128``, ``divmod_128``);
+    - a larger candidate, a square of 2^64 den or more, or a Laplace step that overflows has
+      gamma > 2^62: up to 2^62 Bernoulli(exp(-1)) draws reject it (all but surely at the
+      first few). Only if all 2^62 pass (probability exp(-2^62)) is the flag False, and the
+      caller draws that sample with Python integers.
+
+    The caller guarantees 2 p q t^2 < 2^63, t < 2^62 and y_max = (2^64 - 1 - p) // (t q) (a
+    smaller y_max only sends more candidates down the huge-gamma path, where the law is then
+    not exact; the tests use that to exercise it). Handing a wide candidate back to be drawn
+    afresh instead would under-weight the tail past it (about 60 times, past 4 sigma).
     """
     den = np.uint64(2) * p * q * t * t
     while True:
         y, ok = discrete_laplace_one(state, _ONE, t, v_max, bits)
-        if not ok:
-            return np.int64(0), False
         size = np.uint64(y if y >= 0 else -y)
-        if size > y_max:
-            return np.int64(0), False
-        x = size * t * q
-        diff = x - p if x >= p else p - x
-        num = diff * diff
-        whole = num // den
+        huge = not ok or size > y_max
+        if not huge:
+            x = size * t * q
+            diff = x - p if x >= p else p - x
+            if diff <= _LOW32:
+                num = diff * diff
+                whole = num // den
+                rest = num % den
+            else:
+                high, low = square_128(diff)
+                if high >= den:  # gamma >= 2^64
+                    huge = True
+                else:
+                    whole, rest = divmod_128(high, low, den)
+        if huge:  # gamma > 2^62: the first 2^62 of its Bernoulli(exp(-1)) draws
+            trials = _ZERO
+            while trials < _HUGE_TRIALS and bernoulli_exp_minus_one(state):
+                trials += _ONE
+            if trials == _HUGE_TRIALS:
+                return np.int64(0), False
+            continue
         accept = True
         while whole > _ZERO:
             if not bernoulli_exp_minus_one(state):
                 accept = False
                 break
             whole -= _ONE
-        if accept and bernoulli_exp_fraction(state, num % den, den):
+        if accept and bernoulli_exp_fraction(state, rest, den):
             return y, True
 
 

@@ -177,9 +177,10 @@ def discrete_gaussian_noise(
     is ``sigma2`` rounded up to a multiple of 2^-j (``gaussian_parameters``: j as large as the
     kernel's 64-bit integers allow, at most 32), so never less noise than asked for.
 
-    Draws come from the Numba kernel (CKS Algorithm 3 in integers, tens of millions per
-    second); a draw the kernel cannot hold, and every draw when sigma2 is past what it
-    holds (about 10^9), is made in Python integers with the same sigma2'.
+    Draws come from the Numba kernel (CKS Algorithm 3 in integers, millions per second), which
+    finishes every candidate's acceptance test itself; every draw when sigma2 is past what its
+    integers hold (about 2.1 10^9) is made in Python integers with the same sigma2' (exact,
+    tens of thousands per second).
     """
     sigma2 = Fraction(sigma2)
     if not sigma2 > 0:
@@ -193,32 +194,36 @@ def discrete_gaussian_noise(
     return _gaussian_draws(count, *parameters, generator).reshape(shape)
 
 
-#: The kernel's candidates must reach this many Laplace scales before a fallback: past it a
-#: candidate has probability below e^-40 (and is then drawn exactly in Python anyway).
+#: Laplace scales the kernel's 64-bit fast path (|y| t q - p < 2^32) should reach: wider
+#: candidates take its exact 128-bit path, which is slower, so the finest q that keeps 40 (else
+#: 4) scales fast is chosen; past about sigma2 = 8.7 10^8 none does, and q = 1 (the widest fast
+#: path) is taken.
 _GAUSSIAN_REACH = 40
 _GAUSSIAN_MIN_REACH = 4
 
 
 def gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int, int] | None:
-    """``(p, q, t, y_max)`` for the kernel: sigma2' = p/q >= sigma2 with q = 2^j as large as
-    fits (j <= 32), Laplace scale t = floor(sqrt(sigma2')) + 1, and the largest candidate the
-    kernel's integers hold; None when no q fits (sigma2 of about 10^9 or more)."""
-    for reach in (_GAUSSIAN_REACH, _GAUSSIAN_MIN_REACH):
-        for j in range(32, -1, -1):
+    """``(p, q, t, y_max)`` for the kernel: sigma2' = p/q >= sigma2 with q = 2^j (j <= 32),
+    Laplace scale t = floor(sqrt(sigma2')) + 1, and y_max = (2^64 - 1 - p) // (t q), the
+    largest candidate whose acceptance test the kernel finishes in 128 bits (gamma is past
+    2^62 beyond it). q is the largest that keeps 40 Laplace scales (else 4) on the 64-bit fast
+    path, else 1; None when even q = 1 breaks 2 p q t^2 < 2^63 (sigma2 of about 2.1 10^9 or
+    more)."""
+    for reach, exponents in ((_GAUSSIAN_REACH, range(32, -1, -1)), (_GAUSSIAN_MIN_REACH, range(32, -1, -1)),
+                             (0, (0,))):
+        for j in exponents:
             q = 1 << j
             p = math.ceil(sigma2 * q)
-            if p >= 2**31:
-                continue
             t = math.isqrt(p // q) + 1
-            y_max = (2**32 - 1 - p) // (t * q)
-            if 2 * p * q * t * t < 2**63 and y_max >= reach * t:
-                return p, q, t, y_max
+            if 2 * p * q * t * t >= 2**63 or (2**32 - 1 - p) // (t * q) < reach * t:
+                continue
+            return p, q, t, (2**64 - 1 - p) // (t * q)
     return None
 
 
 def _gaussian_draws(size: int, p: int, q: int, t: int, y_max: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` kernel draws of sigma2 = p/q, in blocks of ``_BLOCK`` (each its own state); a
-    candidate past y_max (below e^-40 per draw) is drawn in Python with the same sigma2."""
+    draw the kernel hands back (probability exp(-2^62)) is made in Python with the same sigma2."""
     sigma2 = Fraction(p, q)
     return _block_draws(size, _kernels.fill_discrete_gaussian, _kernels.fill_discrete_gaussian_blocks,
                         (np.uint64(p), np.uint64(q), np.uint64(t), np.uint64(y_max)),
