@@ -45,9 +45,14 @@ MECHANISMS = ("mwem", "blr", "pmw")
                    "Multiplicative Weights).")
 @click.option("--epsilon", type=EPSILON, required=True, help="Privacy budget epsilon for the whole run.")
 @click.option("--delta", type=DELTA, default=0.0, show_default=True,
-              help="Privacy budget delta. mwem and pmw with delta > 0 account in rho-zCDP with exact discrete "
-                   "Gaussian measurements (reported as epsilon, delta); delta = 0 keeps pure epsilon-DP with "
-                   "discrete Laplace. blr is pure epsilon-DP.")
+              help="Privacy budget delta. pmw with delta > 0 accounts in rho-zCDP with exact discrete Gaussian "
+                   "measurements (reported as epsilon, delta), and so does mwem unless its plan adds less noise "
+                   "under pure epsilon-DP (--noise); delta = 0 keeps pure epsilon-DP with discrete Laplace. blr is "
+                   "pure epsilon-DP.")
+@click.option("--noise", type=click.Choice(["auto", "laplace", "gaussian"]), default="auto", show_default=True,
+              help="mwem: laplace (pure epsilon-DP, which is also (epsilon, delta)-DP) or gaussian (rho-zCDP, "
+                   "needs --delta). auto: with --delta, whichever adds less expected noise to a measured cell for "
+                   "the planned measurements (Laplace when they are few); the run says which and why.")
 @click.option("--rows", type=click.IntRange(1, 2**63 - 1),
               help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought from the budget).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
@@ -59,7 +64,8 @@ MECHANISMS = ("mwem", "blr", "pmw")
                    "of measuring every marginal would dwarf n (small tables), classic otherwise; the run says which.")
 @click.option("--rounds", type=click.IntRange(1),
               help="mwem --selection classic: rounds T (default: every marginal when there are at most 50; else two "
-                   "per column, at most 50, or with --delta five per column, at most 64; measuring queries, 50).")
+                   "per column, at most 50, or with --delta five per column, at most 64; measuring queries, 50). At most "
+                   "one per marginal (or query) of the workload: more are cut, and the run says so.")
 @click.option("--measure", type=click.Choice(["marginal", "query"]), default="marginal", show_default=True,
               help="mwem: measure a whole marginal per round, or one query.")
 @click.option("--select-share", type=CheckedFloat("check_probability", "select-share"), default=None,
@@ -115,7 +121,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
-def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, count_epsilon, selection, rounds,
+def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise, rows, count_epsilon, selection, rounds,
              measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
@@ -150,7 +156,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
     _check_selection(mechanism, selection, rounds, select_share, average, measure)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
-                   measure, passes, alpha, variant, test_kind, representation, max_model_cells)
+                   measure, passes, alpha, variant, test_kind, representation, max_model_cells, noise)
     storage = storage_options(representation, max_model_cells)
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
                    **({"--prior-model": prior_model} if prior_model else {})},
@@ -164,18 +170,20 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     queries = Workload.load(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
+    _check_prior_epsilon(mechanism, net, prior, prior_share, prior_model, epsilon, share, public_rows)
     if sample_rows is None and public_rows is not None:
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
     estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
-                         select_share, passes, updates, alpha, variant, representation)
+                         select_share, passes, updates, alpha, variant, representation, noise)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
     # one pass: the tables the engine may ask for, and n
     counts = scan_data(data, full, queries.subsets, columns=columns, bad_rows=bad_rows, scheduler=scheduler,
                        quiet=quiet, private=public_rows is None)
-    options = {"delta": delta, "rows": public_rows, "selection": selection, "rounds": rounds, "measure": measure,
+    options = {"delta": delta, "noise": noise, "rows": public_rows, "selection": selection, "rounds": rounds,
+               "measure": measure,
                "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
@@ -188,6 +196,9 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
     from synth._io import output_group
     from synth.sample import write_synthetic
 
+    from synth.row_count import ledger_count_noise_sd
+
+    check_noisy_count(model.rows, ledger_count_noise_sd(accountant.ledger()), sample_rows)
     count = round(model.rows) if sample_rows is None else sample_rows
     if sample_rows is None:
         check_table_size(selected, count, "n, public" if model.rows_public else "n, a noisy count")
@@ -212,6 +223,30 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, rows, 
 
 #: A synthetic table from the default row count larger than this must be asked for by size.
 LARGE_TABLE_BYTES = 10**9
+#: ... and one of more than this many rows from a noisy count too uncertain (``check_noisy_count``).
+NOISY_TABLE_ROWS = 100_000
+
+
+def check_noisy_count(rows: float, noise_sd: float | None, sample_rows: int | None,
+                      option: str = "--sample-rows") -> None:
+    """Warn when the noise of the row count a run bought (``noise_sd``, its standard deviation,
+    from the budget spent on it; None: n was public) passes ``NOISY_COUNT_FRACTION`` of the
+    count ``rows``; refuse such a count as the size of a table of more than ``NOISY_TABLE_ROWS``
+    rows that nobody asked for by size (``--epsilon 1e-6`` on 300 rows drew 14.7 million: where
+    n is far below the noise, the count is the noise, and 10% of it is 10 standard deviations,
+    which it all but never passes). Reads only the released count and public parameters
+    (post-processing), never the true n."""
+    from synth.row_count import NOISY_COUNT_FRACTION
+
+    if noise_sd is None or not noise_sd > NOISY_COUNT_FRACTION * rows:
+        return
+    noise = (f"noise of standard deviation {noise_sd:,.0f} ({noise_sd / rows:.0%} of it, more than "
+             f"{NOISY_COUNT_FRACTION:.0%})")
+    fixes = "give n with --rows if it is public, or spend more on the count (--count-epsilon, or a larger --epsilon)"
+    if sample_rows is None and rows > NOISY_TABLE_ROWS:
+        raise click.ClickException(f"the synthetic table would have {rows:,.0f} rows: n, a noisy count with {noise}; "
+                                   f"pass {option} N to choose the table's size, or {fixes}")
+    warn(f"the noisy row count n={rows:,.0f} has {noise}: the release is scaled by a count that uncertain; {fixes}")
 
 
 def check_table_size(schema, rows: int, source: str, option: str = "--sample-rows") -> None:
@@ -248,6 +283,16 @@ def _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha) -
     return net
 
 
+def _check_prior_epsilon(mechanism, net, prior, prior_share, prior_model, epsilon, share, public_rows) -> None:
+    """Refuse, before the data is read, a prior engine's share of epsilon too small to run it."""
+    if mechanism != "blr" or net != "sampled" or prior_model is not None or prior == "uniform":
+        return
+    from synth.blr_prior import DEFAULT_PRIOR_SHARE, prior_epsilon
+
+    prior_epsilon(epsilon, DEFAULT_PRIOR_SHARE if prior_share is None else prior_share, share,
+                  public_rows is not None, prior or "mwem")
+
+
 def _check_selection(mechanism, selection, rounds, select_share, average, measure) -> None:
     """--selection is MWEM's, and adaptive rounds take none of classic MWEM's round options."""
     if selection == "auto":
@@ -263,7 +308,7 @@ def _check_selection(mechanism, selection, rounds, select_share, average, measur
 
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant="practical", test_kind="auto", representation="auto",
-                   max_model_cells=None) -> None:
+                   max_model_cells=None, noise="auto") -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
@@ -272,14 +317,18 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         "--delta": delta > 0, "--passes": passes is not None, "--alpha": alpha is not None,
         "--variant": variant != "practical", "--test": test_kind != "auto",
         "--representation": representation != "auto", "--max-model-cells": max_model_cells is not None,
+        "--noise": noise != "auto",
     }
     shared = {"--representation", "--max-model-cells"}
-    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", "--delta", *shared},
+    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", "--delta", "--noise",
+                       *shared},
               "blr": {"--net-size", "--candidates", "--max-net", "--alpha"},
               "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test", *shared}}
     foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
     if foreign:
         raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")
+    if noise == "gaussian" and not delta > 0:
+        raise click.UsageError("--noise gaussian accounts in rho-zCDP: it needs --delta > 0")
     if candidates is not None and net != "sampled":
         raise click.UsageError("--candidates applies to --net sampled")
     if max_net is not None and net != "exact":
@@ -295,7 +344,7 @@ ESTIMATE_AFTER_SECONDS = 10.0
 
 
 def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
-              updates, alpha, variant="practical", representation="auto"):
+              updates, alpha, variant="practical", representation="auto", noise="auto"):
     """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
     progress bar already counts candidates, for a PMW plan that needs the noisy n, and for a
     factored model, whose cost follows the cliques the run grows (its progress bar shows it)."""
@@ -305,10 +354,12 @@ def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rou
     if mechanism in ("mwem", "pmw") and choose_representation(schema, representation) == "factored":
         return None
     if mechanism == "mwem":
-        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds
+        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds, plan_noise
 
         candidates = len(queries.subsets) if measure == "marginal" else len(queries)
-        rounds = min(rounds or default_rounds(queries, candidates, measure, zcdp=delta > 0), candidates)
+        zcdp = plan_noise(queries, schema, epsilon, delta, noise=noise, rounds=rounds, measure=measure,
+                          select_share=select_share, rows=public_rows).zcdp
+        rounds = min(rounds or default_rounds(queries, candidates, measure, zcdp=zcdp), candidates)
         selecting = select_share is not None or rounds < candidates
         return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
                              DEFAULT_FINAL_PASSES, selecting)
@@ -340,7 +391,8 @@ def _count_share(count_epsilon, epsilon) -> float:
 def _fit_mwem(counts, schema, queries, epsilon, options, share, update):
     from synth.mwem import DEFAULT_PASSES, mwem
 
-    result = mwem(counts, schema, queries, epsilon, delta=options["delta"], selection=options["selection"],
+    result = mwem(counts, schema, queries, epsilon, delta=options["delta"], noise=options["noise"],
+                  selection=options["selection"],
                   rounds=options["rounds"],
                   measure=options["measure"],
                   select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,

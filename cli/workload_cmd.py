@@ -36,7 +36,9 @@ def marginals(schema_file: str, way: int, columns: str | None, as_cells: bool, m
     Marginals come in lexicographic order of column subsets (columns in schema order, or
     the --columns order), cells in row-major order of each marginal's columns. Each marginal
     is one line {"marginal": [columns]}, so all 364 3-way marginals of adult's 14 columns
-    (20.9 million cells) take 364 lines; --cells writes each cell as {"where": {...}}.
+    (20.9 million cells) take 364 lines; --cells writes each cell as {"where": {...}}. Memory
+    does not grow with the cells; more than 1,000,000 marginals, or more than 2^63 - 1 cells in
+    all, are refused.
 
     \b
     Examples:
@@ -49,8 +51,6 @@ def marginals(schema_file: str, way: int, columns: str | None, as_cells: bool, m
 
     _, loaded = load_schema(schema_file, columns)
     built = Workload.marginals(loaded, way, max_queries=max_queries if as_cells else None)
-    if as_cells:
-        built = built.cell_queries()
-    write_output(output, built.write_json)
+    write_output(output, lambda handle: built.write_json(handle, cells=as_cells))  # a cell at a time
     if output != "-":
         note(f"wrote {len(built):,} queries ({len(built.subsets)} marginals of {way} columns) to {output}")

@@ -29,6 +29,8 @@ a synthetic table as close to the model as its rounding), K from a work cap of
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .accounting import Accountant, subtract_epsilon
@@ -39,13 +41,14 @@ from .row_count import DEFAULT_COUNT_SHARE, row_count
 from .schema import Schema
 from .counts import Data, data_rows
 from .tables import DEFAULT_MAX_CELLS, _check_cells
-from .validation import check_budget_epsilon, check_positive_int, check_probability, check_real
+from .validation import MIN_BUDGET_EPSILON, check_budget_epsilon, check_positive_int, check_probability, check_real
 from .workload import Workload
 
 __all__ = [
     "PriorMismatch",
     "blr_prior",
     "check_prior_model",
+    "prior_epsilon",
     "prior_net_size",
     "prior_candidates",
     "PRIORS",
@@ -101,6 +104,22 @@ def prior_candidates(m: int, subsets: int) -> int:
 
 def _columns(schema: Schema) -> str:
     return ", ".join(f"{c.name} ({c.size})" for c in schema.columns)
+
+
+def prior_epsilon(epsilon: float, prior_share: float, count_share: float, rows_public: bool, engine: str) -> float:
+    """The prior engine's epsilon: ``prior_share`` of what the row count leaves (all of epsilon
+    when n is public). A ``SynthError`` (one line) when it is below ``MIN_BUDGET_EPSILON``, the
+    least an engine run takes. Public quantities only: callable before the data is read."""
+    after_count = epsilon if rows_public else subtract_epsilon(epsilon, count_share * epsilon)
+    engine_epsilon = prior_share * after_count
+    if not engine_epsilon >= MIN_BUDGET_EPSILON:
+        least = MIN_BUDGET_EPSILON / after_count
+        digits = math.floor(math.log10(least)) - 2
+        least = math.ceil(least / 10.0**digits) * 10.0**digits  # rounded up to 3 significant digits
+        raise SynthError(f"prior share {prior_share:g} (--prior-share) leaves the {engine} prior epsilon="
+                         f"{engine_epsilon:.3g}, below {MIN_BUDGET_EPSILON:g}, the least an engine run takes: give "
+                         f"it a share of at least {least:.3g} (or raise --epsilon)")
+    return engine_epsilon
 
 
 def check_prior_model(model, schema: Schema, source: str = "the prior model") -> None:
@@ -169,6 +188,8 @@ def blr_prior(
         if not 0 < prior_share < 1:
             raise ValueError(f"prior_share ({prior_share:g}) must be in (0, 1): the engine gets that share of "
                              "epsilon and the selection the rest")
+        public = (rows if rows is not None else schema.rows) is not None
+        prior_epsilon(epsilon, prior_share, count_share, public, engine)  # refused before the data is read
     if rows is not None:
         rows = check_positive_int(rows, "rows")
     if net_size is not None and check_positive_int(net_size, "net_size") > _MAX_COUNT:  # blr's words

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from ._kernels.scan import count_rows, first_bad_row
-from .errors import DataError, SynthError
+from .errors import DataError, SynthError, non_private
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
 
@@ -177,8 +177,8 @@ class Tally:
             bad = first_bad_row(columns, self.layout.sizes)
             if bad >= 0:
                 column = next(j for j in range(len(schema)) if not 0 <= codes[bad, j] < schema.shape[j])
-                raise DataError(f"row {bad + 1}, column {schema.names[column]!r}: code {codes[bad, column]} is "
-                                f"outside 0..{schema.shape[column] - 1}")
+                raise DataError(non_private(f"row {bad + 1}, column {schema.names[column]!r}: code "
+                                            f"{codes[bad, column]} is outside 0..{schema.shape[column] - 1}"))
         if len(self.partial) == 1 or codes.shape[0] < PARALLEL_ROWS:
             self._count(columns)
             return

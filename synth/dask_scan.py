@@ -20,6 +20,7 @@ Dask is an optional extra (``pip install 'synth[dask]'``): ``require_dask`` says
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import importlib
 import importlib.util
@@ -27,18 +28,19 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .counts import Counts, ScanPlan, count_encoded, plan_scan
-from .data import (Progress, _first_line, check_bad_rows, encode, encode_csv_lines, is_parquet, parquet_chunks,
-                   parquet_row_groups)
-from .errors import DataError, SynthError
+from .data import (MAY_QUOTE, TELLS_EMPTY, Progress, _first_line, all_dropped, check_bad_rows, encode,
+                   encode_csv_lines, is_parquet, parquet_chunks, parquet_row_groups)
+from .errors import DataError, SynthError, non_private
 from .schema import Schema
 from .tables import DEFAULT_MAX_CELLS
 
-__all__ = ["FAN_IN", "LOCAL", "connect", "is_dask_frame", "require_dask", "scan_dask"]
+__all__ = ["CONNECT_TIMEOUT_S", "FAN_IN", "LOCAL", "connect", "is_dask_frame", "require_dask", "scan_dask"]
 
 #: Partial counts merged per task of the tree sum.
 FAN_IN = 8
@@ -52,6 +54,8 @@ PARQUET_PIECE_ROWS = 4 * 2**20
 #: Protocols ``--scheduler`` takes (``inproc://`` lives in one process: no use to a CLI).
 SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
 _ADDRESS_FORM = "tcp://HOST:PORT, or local"
+#: Seconds ``connect`` waits for a scheduler to answer, its handshake included.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def require_dask(what: str = "the Dask scan") -> None:
@@ -72,11 +76,16 @@ def is_dask_frame(data: object) -> bool:
     return module.startswith("dask") and hasattr(data, "to_delayed") and hasattr(data, "columns")
 
 
-def connect(scheduler: str):
+def connect(scheduler: str, *, timeout: float | None = None):
     """A ``distributed.Client``: to the scheduler at ``scheduler``, or on a new LocalCluster
     for ``"local"`` (closed with the client; its logs silenced, so that a run prints nothing
-    of distributed's, not even a worker's heartbeat failing while the cluster shuts down)."""
+    of distributed's, not even a worker's heartbeat failing while the cluster shuts down).
+
+    ``SynthError`` in one line when no scheduler answers there within ``timeout`` seconds
+    (default ``CONNECT_TIMEOUT_S``), even where something accepts the connection and never
+    answers."""
     require_dask("--scheduler")
+    timeout = CONNECT_TIMEOUT_S if timeout is None else float(timeout)
     from distributed import Client, LocalCluster
 
     if scheduler == LOCAL:
@@ -86,12 +95,40 @@ def connect(scheduler: str):
         client._synth_cluster = cluster  # closed by ``close``
         return client
     _check_address(scheduler)
+    _handshake(scheduler, timeout)
     try:
-        return Client(scheduler, timeout="10s")
+        return Client(scheduler, timeout=timeout)
     except OSError as exc:
         raise SynthError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
     except (TypeError, ValueError) as exc:  # distributed's words for an address or a setting it cannot use
         raise SynthError(f"--scheduler {scheduler!r}: cannot connect: {_first_line(exc)}") from None
+
+
+def _handshake(scheduler: str, timeout: float) -> None:
+    """Open a connection to ``scheduler`` and complete distributed's handshake within
+    ``timeout`` seconds, else ``SynthError`` in one line. (``Client`` bounds the TCP connect
+    by its timeout but then waits for the peer's handshake without limit: a port that accepts
+    and never answers would hold a run until the peer closes.) Run on a thread of its own, so
+    that it needs no event loop of the caller's."""
+    from distributed.comm import connect as open_comm
+    from distributed.security import Security
+
+    async def shake() -> None:
+        comm = await asyncio.wait_for(open_comm(scheduler, timeout=timeout,
+                                                **Security().get_connection_args("client")), timeout)
+        await comm.close()
+
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="synth-connect") as pool:
+            pool.submit(asyncio.run, shake()).result()
+    except TimeoutError:  # before OSError, of which it is one
+        raise SynthError(f"--scheduler {scheduler}: no Dask scheduler answered there within {timeout:g} s "
+                         "(something may accept connections at that address without being one)") from None
+    except OSError as exc:
+        raise SynthError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
+    except Exception:  # noqa: BLE001 - whatever a peer that is no scheduler makes the handshake raise
+        raise SynthError(f"--scheduler {scheduler}: what answered there is not a Dask scheduler (its handshake "
+                         "could not be read)") from None
 
 
 def _check_address(scheduler: str) -> None:
@@ -176,8 +213,7 @@ def scan_dask(
     if isinstance(total, _Failed):
         raise total.error()
     if total.n_rows == 0:
-        raise DataError(f"{name}: no row fits the schema (every row was dropped by --bad-rows drop)"
-                        if bad_rows == "drop" else f"{name}: no data rows")
+        raise DataError(all_dropped(name) if total.dropped else non_private(f"{name}: no data rows", TELLS_EMPTY))
     return total
 
 
@@ -299,7 +335,7 @@ def _count_partition(frame, plan: ScanPlan, name: str, index: int, partitions: i
     except DataError as exc:
         return _Failed(str(exc), where)
     except Exception as exc:  # noqa: BLE001 - pandas/pyarrow errors of a damaged block
-        return _Failed(f"{where}: cannot read: {_first_line(exc)}")
+        return _Failed(non_private(f"{where}: cannot read: {_first_line(exc)}", MAY_QUOTE))
     return count_encoded([encoded], plan, parts=1)  # the cluster runs tasks in parallel: no threads within one
 
 
@@ -365,7 +401,7 @@ def _parquet_pieces(path: Path, schema: Schema, selected: Schema) -> list[tuple[
             pieces.append((file, [group], [first]))
             held = rows
     if not pieces:
-        raise DataError(f"{path}: has columns but no data rows")
+        raise DataError(non_private(f"{path}: has columns but no data rows", TELLS_EMPTY))
     return pieces
 
 

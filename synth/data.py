@@ -27,7 +27,7 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, locate
+from .errors import DataError, locate, non_private
 from ._kernels.scan import pack_column, parse_int_lines
 from .counts import Counts, count_encoded, plan_scan
 from .tables import DEFAULT_MAX_CELLS
@@ -49,6 +49,13 @@ BAD_ROWS = ("error", "drop")
 
 #: Said after every error that quotes a data value: the message itself is not private.
 PRIVATE_VALUE_NOTE = "(NON-PRIVATE: this message quotes the private data; --bad-rows drop skips such rows)"
+#: What the NON-PRIVATE label (``synth.errors.non_private``) says of a message quoting pandas'
+#: or pyarrow's words on the data, or a header (a headerless CSV's header is its first row) ...
+MAY_QUOTE = "may quote the private data"
+#: ... of one that says the data has no rows (n = 0) ...
+TELLS_EMPTY = "tells that the private data has no rows"
+#: ... and of one that says every row was dropped.
+TELLS_ALL_DROPPED = "tells that no row of the private data fits the schema"
 
 
 @dataclass
@@ -332,12 +339,13 @@ def _check_header(names: list[str], schema: Schema, selected: Schema, source: ob
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise DataError(locate(f"column {_shown(name)}: appears twice in the header", file=source))
+            raise DataError(non_private(locate(f"column {_shown(name)}: appears twice in the header", file=source),
+                                        MAY_QUOTE))
         seen.add(name)
     for name in names:
         if name not in schema:
-            raise DataError(locate(f"column {_shown(name)}: is not in the schema (schema columns: "
-                                   f"{', '.join(schema.names)})", file=source))
+            raise DataError(non_private(locate(f"column {_shown(name)}: is not in the schema (schema columns: "
+                                               f"{', '.join(schema.names)})", file=source), MAY_QUOTE))
     for name in selected.names:
         if name not in seen:
             raise DataError(locate("is in the schema but missing from the data", file=source, column=name))
@@ -391,7 +399,7 @@ def is_parquet(path: Path) -> bool:
 
 def _iter_frame(frame, schema, columns, chunk_rows, progress, bad_rows) -> Iterator[Encoded]:
     if len(frame) == 0:
-        raise DataError("DataFrame: no data rows")
+        raise DataError(non_private("DataFrame: no data rows", TELLS_EMPTY))
     for start in range(0, len(frame), chunk_rows):
         part = frame.iloc[start : start + chunk_rows]
         yield encode(part, schema, columns=columns, first_row=start + 1, bad_rows=bad_rows)
@@ -410,7 +418,8 @@ def _parquet_dataset(path: Path):
     try:
         dataset = ds.dataset(path, format="parquet", exclude_invalid_files=False)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
-        raise DataError(f"{path}: not a readable Parquet {'dataset' if path.is_dir() else 'file'}: {_first_line(exc)}") from None
+        raise DataError(non_private(f"{path}: not a readable Parquet {'dataset' if path.is_dir() else 'file'}: "
+                                    f"{_first_line(exc)}", MAY_QUOTE)) from None
     if not dataset.files:
         raise DataError(f"{path}: folder holds no Parquet file")
     return dataset
@@ -445,7 +454,7 @@ def _iter_parquet(path: Path, schema, columns, chunk_rows, progress, bad_rows) -
         if progress is not None:
             progress(rows, rows / max(total, 1))
     if rows == 0:
-        raise DataError(f"{path}: has columns but no data rows")
+        raise DataError(non_private(f"{path}: has columns but no data rows", TELLS_EMPTY))
 
 
 #: Parquet row groups decoded side by side (the counting runs on threads of its own).
@@ -466,7 +475,8 @@ def parquet_row_groups(path: Path, schema: Schema, selected: Schema) -> list[tup
             file = pq.ParquetFile(fragment.path)
             metadata, names = file.metadata, file.schema_arrow.names
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a broken file
-            raise DataError(f"{fragment.path}: not a readable Parquet file: {_first_line(exc)}") from None
+            raise DataError(non_private(f"{fragment.path}: not a readable Parquet file: {_first_line(exc)}",
+                                        MAY_QUOTE)) from None
         # every file's own columns: the dataset's schema is its first file's
         _check_header(list(names), schema, selected, fragment.path if path.is_dir() else path)
         first = 1
@@ -522,7 +532,8 @@ def parquet_chunks(file: str | Path, selected: Schema, *, source: object, chunk_
     except DataError:
         raise
     except Exception as exc:  # noqa: BLE001 - a corrupt page, a type pyarrow cannot convert
-        raise DataError(f"{source}: cannot read Parquet near row {first_row + done}: {_first_line(exc)}") from None
+        raise DataError(non_private(f"{source}: cannot read Parquet near row {first_row + done}: {_first_line(exc)}",
+                                    MAY_QUOTE)) from None
 
 
 def _read_header(path: Path) -> list[str]:
@@ -553,7 +564,7 @@ def _iter_csv(path: Path, schema, columns, chunk_rows, progress, bad_rows) -> It
             if progress is not None:
                 progress(rows, min(handle.tell() / max(total_bytes, 1), 1.0))
     if rows == 0:
-        raise DataError(f"{path}: has a header but no data rows")
+        raise DataError(non_private(f"{path}: has a header but no data rows", TELLS_EMPTY))
 
 
 def encode_csv_lines(lines: bytes, header: list[str], selected: Schema, *, source: object,
@@ -685,6 +696,16 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
     reader = None
     rows = rows_before
     lines_before = 0 if names is None else rows_before + 1  # file lines before pandas' line 1
+    skipped = 0  # long records ahead of pandas' first line, left out here
+    leading = _leading_long_records(handle, path, names, rows, skip_long_lines)
+    if leading is not None:  # pandas starts after them, with the header's names
+        names, skipped, lines_before = leading
+        rows += skipped
+        if _at_end(handle):  # nothing after them: pandas would read no columns
+            frame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
+            frame.attrs["skipped_lines"] = skipped
+            yield frame
+            return
     while True:
         with warnings.catch_warnings(record=skip_long_lines) as caught:
             warnings.simplefilter("always" if skip_long_lines else "error", pd.errors.ParserWarning)
@@ -714,12 +735,87 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
                 raise DataError(f"{path}: not UTF-8 text (near data row {rows + 1})") from None
         if skip_long_lines:
             messages = [str(w.message) for w in caught if issubclass(w.category, pd.errors.ParserWarning)]
-            skipped = sum(m.count("Skipping line") for m in messages)
+            skipped += sum(m.count("Skipping line") for m in messages)
             if any("Skipping line" not in m for m in messages):
                 raise DataError(f"{path}: malformed CSV: data row {rows + 1} has more fields than the header")
             frame.attrs["skipped_lines"] = skipped  # lines with too many fields, left out
+            skipped = 0
         rows += len(frame)
         yield frame
+
+
+def _leading_long_records(handle, path: object, names: list[str] | None, rows: int,
+                          skip: bool) -> tuple[list[str], int, int] | None:
+    """Where the records ahead of pandas' first data line (from the handle's position, after
+    the header when ``names`` is None) have more fields than the header: refuse the first
+    (``DataError`` naming its row), or, with ``skip``, read past every such one and return the
+    header's names, how many were skipped and the file lines before the next record; None
+    where the first is no longer than the header (the handle is left where it was).
+
+    pandas takes a first line too long as a row cut short (with a warning, or without one
+    when the extra fields are empty), where it skips or refuses any later one: here the first
+    line gets the same treatment as the others. ``rows``: data rows before the handle's."""
+    start = handle.tell()
+    header = names
+    line = rows + 2 if names is not None else 1  # the file line of the next record
+    if names is None:
+        record = _next_record(handle, first=True)
+        if record is None:
+            handle.seek(start)
+            return None
+        header, lines = record
+        line += lines
+    skipped = 0
+    while True:
+        at = handle.tell()
+        record = _next_record(handle)
+        if record is None or len(record[0]) <= len(header):
+            handle.seek(at)
+            break
+        if not skip:
+            raise DataError(f"{path}: malformed CSV: data row {rows + skipped + 1} (line {line}) has "
+                            f"{len(record[0])} fields, the header has {len(header)} (--bad-rows drop skips such lines)")
+        skipped += 1
+        line += record[1]
+    if not skipped:
+        handle.seek(start)
+        return None
+    return list(header), skipped, line - 1
+
+
+def _next_record(handle, first: bool = False) -> tuple[list[str], int] | None:
+    """The fields of the CSV record at the handle's position (a binary file) and its lines,
+    the handle left after it; None at the end, or where ``csv`` cannot read it (a line past
+    ``PLAIN_READ_BYTES``, old Mac line ends): pandas then reads it as it would. ``first``:
+    the file's first record (a UTF-8 byte-order mark is no part of it)."""
+    lines = 0
+    cut = False
+
+    def feed() -> Iterator[str]:
+        nonlocal lines, cut
+        while True:
+            line = handle.readline(PLAIN_READ_BYTES)
+            if not line:
+                return
+            if not line.endswith(b"\n") and len(line) == PLAIN_READ_BYTES:
+                cut = True
+                return
+            lines += 1
+            yield line.decode("utf-8-sig" if first and lines == 1 else "utf-8", errors="replace")
+
+    try:
+        fields = next(csv.reader(feed()), None)
+    except csv.Error:
+        return None
+    return None if fields is None or cut else (fields, lines)
+
+
+def _at_end(handle) -> bool:
+    """Whether nothing is left to read (the handle stays where it was)."""
+    at = handle.tell()
+    empty = handle.read(1) == b""
+    handle.seek(at)
+    return empty
 
 
 def _parser_message(exc: Exception, lines_before: int = 0) -> str:
@@ -763,8 +859,13 @@ def read(
     codes = np.empty((sum(c.n_rows for c in chunks), len(chunks[0].schema)), dtype=chunks[0].codes.dtype)
     np.concatenate([c.codes for c in chunks], out=codes)
     if codes.shape[0] == 0:
-        raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
+        raise DataError(all_dropped(_source_name(source)))
     return Encoded(chunks[0].schema, codes, clipped, sum(c.dropped for c in chunks))
+
+
+def all_dropped(name: str) -> str:
+    """The message for a source whose every row was dropped (``bad_rows="drop"``), labelled."""
+    return non_private(f"{name}: no row fits the schema (every row was dropped by --bad-rows drop)", TELLS_ALL_DROPPED)
 
 
 def _source_name(source: Source) -> str:
@@ -792,7 +893,7 @@ def scan(
     counts = count_encoded(iter_encoded(source, schema, columns=columns, chunk_rows=chunk_rows, progress=progress,
                                         bad_rows=bad_rows), plan)
     if counts.n_rows == 0:
-        raise DataError(f"{_source_name(source)}: no row fits the schema (every row was dropped by --bad-rows drop)")
+        raise DataError(all_dropped(_source_name(source)))
     return counts
 
 

@@ -5,8 +5,9 @@
 - ``synth.factored.FactoredModel``: D ∝ exp(Σ_S θ_S[u_S]) over the subsets measured or updated
   on, for universes no array can hold.
 
-Both answer ``marginal``, ``marginals``, ``answer``, ``multiply``, ``fit``, ``fits`` and
-``sample_codes``; MWEM, PMW, sampling, ``answer --model`` and ``evaluate`` use only these.
+Both answer ``marginal``, ``marginals``, ``marginal_fits``, ``answer``, ``answer_workload``,
+``multiply``, ``fit``, ``fits`` and ``sample_codes``; MWEM, PMW, sampling, ``answer --model`` and
+``evaluate`` use only these.
 ``make_distribution`` picks the representation (``auto``: dense while U fits the dense cap).
 """
 
@@ -66,8 +67,16 @@ class DenseDistribution:
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         return [t / self.total for t in marginals_from_dense(self.weights, self.schema, subsets)]
 
+    def marginal_fits(self, subset: Sequence[str]) -> bool:
+        """Every marginal fits: none is bigger than the array over U already held."""
+        return True
+
     def answer(self, query) -> float:
         return workload_value(self.weights, self.schema, query) / self.total
+
+    def answer_workload(self, workload) -> np.ndarray:
+        """Every query's probability under D (a ``synth.workload.Workload``), from marginals."""
+        return workload.answer(self.marginal)
 
     def multiply(self, subset: Sequence[str], factors: np.ndarray) -> None:
         self.total = multiply_by_marginal(self.weights, self.schema, subset, np.asarray(factors, dtype=np.float64))

@@ -6,7 +6,7 @@ row, column) and the offending value, so the CLI can show it as is, without a tr
 
 from __future__ import annotations
 
-__all__ = ["SynthError", "SchemaError", "DataError", "WorkloadError", "PrivacyWarning", "locate"]
+__all__ = ["SynthError", "SchemaError", "DataError", "WorkloadError", "PrivacyWarning", "locate", "non_private"]
 
 
 class SynthError(ValueError):
@@ -50,3 +50,10 @@ def locate(
     if where:
         prefix += f"{where}: "
     return prefix + message
+
+
+def non_private(message: str, what: str = "quotes the private data") -> str:
+    """``message`` labelled, in the line itself, as telling something of the private data (so
+    the message is not private: keep it from a release): ``"message (NON-PRIVATE: this message
+    quotes the private data)"``, ``what`` saying what it tells."""
+    return f"{message} (NON-PRIVATE: this message {what})"

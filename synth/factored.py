@@ -9,7 +9,10 @@ Inference runs on a junction tree of the subsets (``synth.junction_tree``): sum-
 space gives every clique's marginal (its belief) in one calibration. A marginal inside a
 clique sums its belief; one across cliques is computed by variable elimination along the
 smallest subtree that covers it. Clique tables are summed by the same Numba kernel that
-marginalizes dense tables (``synth.tables.marginal_from_dense``).
+marginalizes dense tables (``synth.tables.marginal_from_dense``). A counting query whose
+marginal would be bigger than the largest clique is never given that table: one upward
+sum-product pass over its covering subtree, with its allowed cells as evidence, sums it in
+memory bounded by the cliques (``answer``), for any number of columns.
 
 The model's size is the total cells of its junction tree's cliques; ``max_cells`` caps it,
 and a subset that would grow the tree past the cap is refused (``ModelSizeError``).
@@ -30,6 +33,9 @@ from .tables import marginal_from_dense, marginals_from_dense
 
 __all__ = ["DEFAULT_MAX_MODEL_CELLS", "FactoredModel", "ModelSizeError"]
 
+#: A query's marginal table is built when it has at most this many cells (or fits the largest
+#: clique); a wider query is answered by message passing with evidence, never by its table.
+SMALL_TABLE_CELLS = 2**20
 #: Default cap on the junction tree's total clique cells (10^7 float64 cells = 80 MB a copy).
 DEFAULT_MAX_MODEL_CELLS = 10**7
 # The fit's step grows to ``synth.fit.MAX_STEP`` times MW's (kept only if it lowers the squared
@@ -168,12 +174,28 @@ class FactoredModel:
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         return self.calibrate().marginals(subsets)
 
+    def marginal_fits(self, subset: Sequence[str]) -> bool:
+        """Whether D's marginal on ``subset`` is small enough to build as a table: a subset
+        inside one clique, or one whose table is no bigger than the largest clique (or
+        ``SMALL_TABLE_CELLS``). A wider query is answered by ``answer`` without its table."""
+        return self.calibrate().marginal_fits(self.canonical(subset))
+
     def answer(self, query) -> float:
-        """A query's probability under D (a ``synth.workload.Query``: columns and allowed codes)."""
-        table = self.marginal(query.columns)
-        if not query.columns:
-            return float(table)
-        return float(table[np.ix_(*query.allowed)].sum())
+        """A query's probability under D (a ``synth.workload.Query``: columns and allowed codes).
+
+        From the marginal on its columns when that table is small (``marginal_fits``); else
+        by sum-product with the query's cells as evidence, in memory bounded by the cliques.
+        """
+        return self.calibrate().answer(query)
+
+    def answer_workload(self, workload) -> np.ndarray:
+        """Every query's probability under D (a ``synth.workload.Workload``, in its order):
+        small subsets from their marginals (those inside one clique summed in one walk of it),
+        wider ones query by query with evidence (``answer``)."""
+        calibration = self.calibrate()
+        small = {s: calibration.marginal_fits(self.canonical(s)) for s in workload.subsets}
+        calibration.marginals([s for s, fits in small.items() if fits])
+        return workload.answer(lambda s: calibration.marginal(s) if small[s] else None, each=calibration.answer)
 
     def dense(self) -> np.ndarray:
         """The flat dense distribution over U (small universes only: for tests and checks)."""
@@ -329,6 +351,7 @@ class _Calibration:
         for i, top in zip(tree.order, tops):
             tables[i] *= math.exp(top - self.log_z)
         self._cache: dict[Subset, np.ndarray] = {}
+        self._separators: dict[int, np.ndarray] = {}  # clique -> marginal on its parent separator
 
     def _message_down(self, belief: np.ndarray, top: float, clique: int, child: int, upward: np.ndarray) -> np.ndarray:
         """The clique's message to ``child``: log Σ over the clique's other columns of its
@@ -400,6 +423,69 @@ class _Calibration:
             operands.append((tree.cliques[i], _conditional(self.beliefs[i], tree.cliques[i], separator, schema)))
         return _contract(operands, key)
 
+    # -- counting queries ----------------------------------------------------------------
+    def marginal_fits(self, key: Subset) -> bool:
+        """Whether the marginal on ``key`` (schema order) is built as a table (see the model's)."""
+        if key in self._cache or self.tree.clique_containing(key) is not None:
+            return True
+        sizes = self.model._sizes
+        largest = max(self.tree.clique_cells, default=0)
+        if math.prod(sizes[c] for c in key) > max(largest, SMALL_TABLE_CELLS):
+            return False
+        spanned = {c for i in self.tree.covering_subtree(key) for c in self.tree.cliques[i]}
+        return len(spanned) <= _EINSUM_AXES  # ``_contract`` sums the cover with einsum
+
+    def answer(self, query) -> float:
+        """A counting query's probability: its marginal's allowed cells summed when that table
+        is small, else ``_evidence``."""
+        if not query.columns:
+            return 1.0
+        key = self.model.canonical(query.columns)
+        allowed = dict(zip(query.columns, query.allowed))
+        if self.marginal_fits(key):
+            table = self.marginal(key)
+            return float(table[np.ix_(*(allowed[c] for c in key))].sum())
+        return self._evidence(key, allowed)
+
+    def _evidence(self, key: Subset, allowed: dict[str, np.ndarray]) -> float:
+        """Σ of D over the cells ``allowed`` admits, by one upward sum-product pass over the
+        smallest subtree covering ``key``, with evidence.
+
+        On the cover D is the top clique's belief times each other clique's belief over its
+        parent separator's marginal. Restricting a query column to its allowed codes in every
+        table that holds it (beliefs and separator marginals alike) sums over those codes only,
+        which is its indicator applied once. Each clique then sends its parent the sum of its
+        restricted belief times its children's messages, onto the separator, divided by the
+        separator's restricted marginal; the top clique's total is the answer. Every table
+        made is at most a clique's size, whatever the number of query columns.
+        """
+        tree = self.tree
+        cover = tree.covering_subtree(key)
+        incoming: dict[int, list[tuple[Subset, np.ndarray]]] = {}
+        for i in reversed(cover):  # children before parents
+            columns = tree.cliques[i]
+            table = _restrict(self.beliefs[i], columns, allowed)
+            for separator, message in incoming.pop(i, []):
+                table = table * _broadcast(message, separator, columns)
+            if i == cover[0]:
+                return float(table.sum())
+            separator = tree.separator(i, tree.parent[i])
+            summed = table.sum(axis=tuple(a for a, c in enumerate(columns) if c not in separator))
+            below = _restrict(self._separator_marginal(i), separator, allowed)
+            message = np.divide(summed, below, out=np.zeros_like(summed), where=below > 0)
+            incoming.setdefault(tree.parent[i], []).append((separator, message))
+        return 1.0  # an empty cover: no query columns
+
+    def _separator_marginal(self, i: int) -> np.ndarray:
+        """D's marginal on the separator of clique ``i`` and its parent (cached)."""
+        tree = self.tree
+        separator = tree.separator(i, tree.parent[i])
+        table = self._separators.get(i)
+        if table is None:
+            table = _sum_onto(self.beliefs[i], tree.cliques[i], separator, self.model.schema)
+            self._separators[i] = table
+        return table
+
 
 # -- table helpers ---------------------------------------------------------------------------
 
@@ -441,6 +527,26 @@ def _expand(table: np.ndarray, columns: Subset, target: Subset, sizes: dict[str,
     return np.asarray(table).reshape([sizes[c] if c in columns else 1 for c in target])
 
 
+#: einsum's limit on distinct axes (``_contract``); a wider cover answers queries by ``_evidence``.
+_EINSUM_AXES = 52
+
+
+def _restrict(table: np.ndarray, columns: Subset, allowed: dict[str, np.ndarray]) -> np.ndarray:
+    """``table`` over ``columns`` with each column in ``allowed`` cut down to its allowed codes
+    (the table itself when none is)."""
+    for axis, column in enumerate(columns):
+        if column in allowed:
+            table = np.take(table, allowed[column], axis=axis)
+    return table
+
+
+def _broadcast(message: np.ndarray, separator: Subset, columns: Subset) -> np.ndarray:
+    """A (restricted) table over ``separator`` (schema order, inside ``columns``) reshaped to
+    broadcast over a (restricted) table over ``columns``."""
+    shape = iter(message.shape)
+    return message.reshape([next(shape) if c in separator else 1 for c in columns])
+
+
 def _sum_onto(table: np.ndarray, columns: Subset, keep: Subset, schema: Schema) -> np.ndarray:
     """Sum a table over ``columns`` onto ``keep`` (both in schema order), with the Numba kernel."""
     if keep == columns:
@@ -463,7 +569,7 @@ def _contract(operands: list[tuple[Subset, np.ndarray]], keep: Subset) -> np.nda
     for columns, _ in operands:
         for c in columns:
             labels.setdefault(c, len(labels))
-    if len(labels) > 52:  # einsum's limit on distinct axes
+    if len(labels) > _EINSUM_AXES:
         raise SynthError(f"a marginal across {len(labels)} columns of the model is too wide to compute")
     arguments: list = []
     for columns, table in operands:

@@ -24,9 +24,11 @@ stored as in version 2. Versions 1-3 are read; a newer version is refused in one
 ``Model.load`` refuses, with one ``ModelError`` line naming the file, anything it cannot trust:
 an unreadable archive, a header that is not the documented object (each field is type- and
 value-checked), a checksum mismatch, or a distribution that is not finite, non-negative and of
-positive sum over exactly the schema's universe. Version 1 files (no checksum) are still read
-and checked the same way otherwise. ``Model.save`` runs the same checks first, so it never
-writes a file that ``load`` would refuse.
+positive sum over exactly the schema's universe. A factored model's log-potentials must be
+finite (or -inf, no mass) and within +-2^52, and every clique's marginal must sum to 1, so its
+answers sum to n: a file tampered with and its checksum recomputed is refused for what it
+holds. Version 1 files (no checksum) are still read and checked the same way otherwise.
+``Model.save`` runs the same checks first, so it never writes a file that ``load`` would refuse.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ _FACTORED = ("representation", "factors", "max_model_cells")  # version 3, a fac
 # A release sums to 1 up to rounding; this is far above the rounding of any universe that fits in
 # memory (about size * 2.2e-16) and far below any edit worth making.
 _SUM_TOLERANCE = 1e-6
+#: The largest finite log-potential a factored model may hold: beyond 2^52 float64's spacing is
+#: over 1, so a potential is not known to within a factor e (and sums with it lose the others).
+MAX_LOG_POTENTIAL = float(2**52)
 
 
 class ModelError(SynthError):
@@ -84,7 +89,7 @@ class Model:
         """The workload's answers in rows (``rows`` times each query's fraction)."""
         from .distribution import as_distribution
 
-        return self.rows * workload.answer(as_distribution(self.distribution, self.schema).marginal)
+        return self.rows * as_distribution(self.distribution, self.schema).answer_workload(workload)
 
     def header(self) -> dict[str, Any]:
         """What the model means, as the file's JSON header holds it (less the checksum)."""
@@ -137,6 +142,9 @@ class Model:
         if model.schema != self.schema:
             raise ModelError(f"{where}: the factored model is over another schema than the model's")
         tables = [np.ascontiguousarray(model.potential(s), dtype="<f8") for s in model.subsets]
+        for subset, table in zip(model.subsets, tables):
+            _check_log_potential(table, f"{where}: factor {', '.join(subset) or '(empty)'}")
+        _check_cliques(model, where)
         header.update(representation="factored", factors=[list(s) for s in model.subsets],
                       max_model_cells=model.max_cells)
         header[_CHECKSUM] = _checksum_tables(tables)
@@ -235,15 +243,40 @@ def _factored(meta: dict[str, Any], arrays: dict[str, Any], schema: Schema, path
                              f"{getattr(table, 'dtype', type(table).__name__)} {getattr(table, 'shape', '')}")
         if np.isnan(table).any() or (table == np.inf).any():
             raise ModelError(f"{where}: the table holds nan or +inf")
+        _check_log_potential(table, where)
         try:
             model.add_log(columns, table)
         except SynthError as exc:
             raise ModelError(f"{where}: {exc}") from None
+    _check_cliques(model, path)
+    return model
+
+
+def _check_log_potential(table: np.ndarray, where: object) -> None:
+    """Every finite log-potential within +-``MAX_LOG_POTENTIAL`` (-inf, no mass, is allowed)."""
+    beyond = np.flatnonzero(np.isfinite(table) & (np.abs(table) > MAX_LOG_POTENTIAL))
+    if beyond.size:
+        cell = np.unravel_index(beyond[0], table.shape)
+        raise ModelError(f"{where}: log-potential {float(table[cell]):.6g} at cell {tuple(int(c) for c in cell)} "
+                         f"is beyond +-{MAX_LOG_POTENTIAL:.3g}, where float64 no longer holds a potential to "
+                         "within a factor e (a synth model's are far smaller; -inf means no mass)")
+
+
+def _check_cliques(model: FactoredModel, path: object) -> None:
+    """Every clique's marginal finite, >= 0 and summing to 1, so answers sum to n: tables that
+    float64 cannot combine (magnitudes that swamp each other) give sums far from 1."""
     try:
         model.log_partition()
     except SynthError:
         raise ModelError(f"{path}: the factored model gives every row zero mass: there is nothing to answer") from None
-    return model
+    for clique in model.tree.cliques:
+        with np.errstate(all="ignore"):
+            table = np.asarray(model.marginal(clique), dtype=np.float64)
+            total = float(table.sum())
+        if not (np.isfinite(table).all() and (table >= 0).all() and abs(total - 1.0) <= _SUM_TOLERANCE):
+            raise ModelError(f"{path}: the factored model's marginal on {', '.join(clique)} sums to {total:.6g}, not "
+                             "1 (or holds a negative or non-finite value): its tables cannot be computed in float64, "
+                             "and its answers would not sum to n")
 
 
 def _checksum(distribution: np.ndarray) -> str:

@@ -11,7 +11,9 @@ factored (``synth.distribution``; the factored one for universes past the dense 
    factored A those that would grow it past its cap, are excluded;
 2. **measure** it with exact discrete Laplace noise (budget eps_measure; a marginal's table has
    L1 sensitivity 1, so one eps_measure covers all its cells), or with ``delta`` > 0 exact
-   discrete Gaussian noise under rho-zCDP (its L2 sensitivity is 1; ``synth.mwem_budget``);
+   discrete Gaussian noise under rho-zCDP (its L2 sensitivity is 1; ``synth.mwem_budget``)
+   when that plan adds less noise than the pure one (``plan_noise``: with few measurements a
+   delta > 0 run keeps pure epsilon and Laplace noise, which is also (epsilon, delta)-DP);
 3. **multiplicative weights** over every measurement so far: for a measured marginal S,
    A[u] *= exp((y_S[s(u)] - n A_S[s(u)]) / (2n)); repeated for ``passes`` passes, or until a
    pass changes nothing (every factor within 1e-9 of 1).
@@ -51,8 +53,9 @@ from .fit import FIT_TOLERANCE, expected_noise
 from .mechanisms import mean_abs_noise
 from .mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
 from .mwem_budget import count_rho, plan_rounds, rounds_total
+from .mwem_noise import NoiseChoice, check_noise, choose_noise
 from .rng import make_rng
-from .row_count import DEFAULT_COUNT_SHARE, row_count
+from .row_count import DEFAULT_COUNT_SHARE, RowCount, row_count
 from .schema import Schema
 from .factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
 from .counts import Data, data_marginal, data_rows
@@ -60,7 +63,7 @@ from .tables import DEFAULT_MAX_CELLS
 from .validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 from .workload import Workload
 
-__all__ = ["MWEMResult", "mwem", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
+__all__ = ["MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
            "FIT_TOLERANCE", "expected_noise"]
 
 #: How rounds are chosen: ``adaptive`` (``synth.mwem_adaptive``), ``classic`` (a fixed number
@@ -114,6 +117,7 @@ def mwem(
     output: str = "last",
     rows: int | None = None,
     count_share: float = DEFAULT_COUNT_SHARE,
+    noise: str = "auto",
     prior: np.ndarray | None = None,
     rng: np.random.Generator | int | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
@@ -125,6 +129,10 @@ def mwem(
     for ``workload``: epsilon-DP in total, or with ``delta`` > 0 (epsilon, delta)-DP through
     rho-zCDP with discrete Gaussian measurements (``synth.mwem_budget``).
 
+    ``noise="auto"`` runs the pure epsilon-DP plan (discrete Laplace) even when delta > 0 if
+    its measurements carry less noise (few of them; ``plan_noise``, ``synth.mwem_noise``), and
+    notes which and why; ``"laplace"`` or ``"gaussian"`` (delta > 0) force one.
+
     ``select_share=None`` spends ``DEFAULT_SELECT_SHARE`` of each round on selection, or
     nothing when the rounds measure every candidate anyway (selection could only change
     their order, so the whole budget goes to measurement).
@@ -135,6 +143,7 @@ def mwem(
     """
     epsilon = check_budget_epsilon(epsilon)
     delta = check_delta(delta)
+    noise = check_noise(noise, delta)
     rounds = None if rounds is None else check_positive_int(rounds, "rounds")
     passes = check_positive_int(passes, "passes")
     if isinstance(final_passes, bool) or not isinstance(final_passes, int) or final_passes < 0:
@@ -158,20 +167,28 @@ def mwem(
     dist = make_distribution(schema, "dense" if output == "average" else representation, prior=prior,
                              max_cells=max_cells, max_model_cells=max_model_cells)
     generator = make_rng(rng)
+    # pure epsilon or zCDP, chosen before the data is touched, from public facts only
+    choice = plan_noise(workload, schema, epsilon, delta, noise=noise, selection=selection, rounds=rounds,
+                        measure=measure, select_share=select_share, output=output, rows=rows, count_share=count_share)
+    plan_delta = delta if choice.zcdp else 0.0  # the delta the plan accounts with: 0 is pure epsilon
     accountant = Accountant(epsilon, delta)
     count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share,
-                      rho=count_rho(epsilon, delta, count_share) if delta > 0 else None)
+                      rho=count_rho(epsilon, delta, count_share) if choice.zcdp else None)
     n, count_epsilon = float(count.rows), count.epsilon
     mode, why = _selection_mode(selection, rounds, measure, output, select_share, schema, workload, n, epsilon,
-                                delta, count)
+                                plan_delta, count)
+    lead = [text for text in (choice.reason, why) if text]  # the run's notes: which noise, which rounds, why
     if mode == "adaptive":
         return _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
-                         progress, why)
+                         progress, lead, plan_delta, noise)
     candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
     subset_of = (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
-    rounds_run = min(rounds or default_rounds(workload, len(candidates), measure, zcdp=delta > 0), len(candidates))
+    rounds_run = min(rounds or default_rounds(workload, len(candidates), measure, zcdp=choice.zcdp), len(candidates))
     select = select_share is not None or rounds_run < len(candidates)
-    notes: list[str] = [why] if why else []
+    notes: list[str] = lead
+    if rounds is not None and rounds > len(candidates):
+        notes.append(f"asked for {rounds:,} rounds; used {len(candidates):,}, one per {measure} of the workload: a "
+                     f"round measures a {measure} not measured before")
     if not select:  # every candidate is measured: plan the budget for those that fit (structure only, no data)
         fitting = _fitting_in_order(dist, candidates, subset_of)
         if not fitting:
@@ -184,7 +201,7 @@ def mwem(
             rounds_run = len(candidates)
     if select_share is None:
         select_share = DEFAULT_SELECT_SHARE if select else 0.0
-    budget = plan_rounds(epsilon, delta, count_epsilon, rounds_run, select_share, select, count.rho)
+    budget = plan_rounds(epsilon, plan_delta, count_epsilon, rounds_run, select_share, select, count.rho)
 
     if select and measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
         present = set(candidates)
@@ -261,7 +278,7 @@ def mwem(
     parameters = {"selection": "classic", "rounds": rounds_done, "representation": dist.representation,
                   "model_cells": dist.cells, "measure": measure, "select_share": select_share, "passes": passes,
                   "final_passes": final_passes if average is None else 0, **fit, "output": output,
-                  **budget.as_dict(), "epsilon_count": count_epsilon, "rho_count": count.rho}
+                  **budget.as_dict(), "noise_asked": noise, "epsilon_count": count_epsilon, "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
 
 
@@ -302,10 +319,46 @@ def _selection_mode(selection: str, rounds: int | None, measure: str, output: st
                        "--selection adaptive to override)")
 
 
+def plan_noise(workload: Workload, schema: Schema, epsilon: float, delta: float, *, noise: str = "auto",
+               selection: str = "auto", rounds: int | None = None, measure: str = "marginal",
+               select_share: float | None = None, output: str = "last", rows: int | None = None,
+               count_share: float = DEFAULT_COUNT_SHARE) -> NoiseChoice:
+    """The noise and accounting of an MWEM run with these options (``synth.mwem_noise``): with
+    ``noise="auto"`` and delta > 0, pure epsilon with discrete Laplace or rho-zCDP with discrete
+    Gaussian, whichever plan adds less expected |noise| to a measured cell at the pure plan's
+    number of measurements. That number is its classic rounds (``default_rounds``), or under
+    ``selection="adaptive"`` (or ``auto`` choosing it, which is known beforehand only when n is
+    public) the rounds its first round's budget would allow. Reads only public facts: epsilon,
+    delta, the options, the workload and schema, and n when it is public (``rows`` or the schema's)."""
+    if noise != "auto" or not delta > 0:  # nothing to choose
+        return choose_noise(noise, epsilon, delta, 1, 0.0, None)
+    public = rows if rows is not None else schema.rows
+    count_share_used = None if public is not None else count_share
+    mode = "classic" if selection == "auto" else selection
+    if selection == "auto" and public is not None:
+        mode, _ = _selection_mode(selection, rounds, measure, output, select_share, schema, workload, float(public),
+                                  epsilon, 0.0, RowCount(int(public), True, 0.0))
+    zcdp_rounds = None
+    if mode == "adaptive" and any(workload.subsets):
+        total = rounds_total(epsilon, 0.0, 0.0 if public is not None else count_share * epsilon)
+        columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
+        sizes = dict(zip(schema.names, schema.shape))
+        first = None if public is None else first_round_budget(total, False, [sizes[c] for c in columns], public)
+        start = AnnealingBudget(total, False, len(columns), first).first_round
+        measurements, share = max(1, round(total / start)), SELECT_SHARE
+    else:
+        candidates = len(workload.subsets) if measure == "marginal" else len(workload)
+        measurements = max(1, min(rounds or default_rounds(workload, candidates, measure), candidates))
+        zcdp_rounds = max(1, min(rounds or default_rounds(workload, candidates, measure, zcdp=True), candidates))
+        select = select_share is not None or measurements < candidates
+        share = select_share if select_share is not None else (DEFAULT_SELECT_SHARE if select else 0.0)
+    return choose_noise(noise, epsilon, delta, measurements, share, count_share_used, zcdp_rounds)
+
+
 def _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
-              progress, why: str) -> MWEMResult:
-    """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence."""
-    delta = accountant.budget.delta
+              progress, lead: list[str], delta: float, noise: str) -> MWEMResult:
+    """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence; ``delta`` is the
+    plan's (0: pure epsilon, discrete Laplace), ``lead`` the run's first notes."""
     total = rounds_total(accountant.budget.epsilon, delta, count.epsilon, count.rho)
     columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
     sizes = dict(zip(schema.names, schema.shape))
@@ -323,9 +376,9 @@ def _adaptive(data, schema, workload, dist, n, count, accountant, generator, pas
                   "select_share": SELECT_SHARE, "passes": passes, "final_passes": final_passes, **fit,
                   "output": "last", "composition": "zCDP" if delta > 0 else "basic",
                   "noise": "discrete Gaussian" if delta > 0 else "discrete Laplace",
-                  "budget_total": total, "first_round_budget": budget.first_round, "epsilon_count": count.epsilon,
-                  "rho_count": count.rho}
-    notes = [why] if why else []
+                  "noise_asked": noise, "budget_total": total, "first_round_budget": budget.first_round,
+                  "epsilon_count": count.epsilon, "rho_count": count.rho}
+    notes = list(lead)
     unheld = [s for s in workload.subsets if not dist.fits(s)]
     if unheld:
         notes.append(f"{len(unheld)} of the workload's {len(workload.subsets)} marginals would grow the model past its "

@@ -35,9 +35,9 @@ from .rng import make_rng
 from .schema import Schema
 from .distribution import as_distribution, choose_representation, make_distribution
 from .errors import SynthError
-from .factored import DEFAULT_MAX_MODEL_CELLS
+from .factored import DEFAULT_MAX_MODEL_CELLS, SMALL_TABLE_CELLS
 from .counts import Counts, Data, data_marginal, data_rows
-from .tables import DEFAULT_MAX_CELLS
+from .tables import DEFAULT_MAX_CELLS, count_matching
 from .validation import check_budget_epsilon
 from .workload import Query, Workload, parse_query
 
@@ -141,8 +141,25 @@ class StoredDistribution:
         return table
 
     def model_answer(self, query: Query) -> float:
-        """f(D_t) in rows: the plan's n times the query's fraction under D_t."""
+        """f(D_t) in rows: the plan's n times the query's fraction under D_t (from D_t's cached
+        marginal on its columns, or, where that table is too big, by the model's own ``answer``)."""
+        if not self._dist.marginal_fits(query.columns):
+            return self.plan.rows * self._dist.answer(query)
         return self.plan.rows * _query_value(self.model_table(query.columns), query)
+
+    def model_fractions(self, workload: Workload) -> np.ndarray:
+        """Every query's fraction under D_t, in workload order (cached marginals where they fit)."""
+        dist = self._dist
+        return workload.answer(lambda s: self.model_table(s) if dist.marginal_fits(s) else None, each=dist.answer)
+
+    def _true_count(self, query: Query) -> float:
+        """The query's true count: from the data's cached marginal on its columns when that
+        table is small (at most ``SMALL_TABLE_CELLS`` cells, or the row count) or the data is a
+        scan's counts, else by matching the rows column by column (no table at all)."""
+        cells = math.prod(self.schema[c].size for c in query.columns)
+        if isinstance(self._data, Counts) or cells <= max(SMALL_TABLE_CELLS, data_rows(self._data)):
+            return _query_value(self._data_table(query.columns), query)
+        return float(count_matching(self._data, self.schema, query))
 
 
 class PMW(StoredDistribution):
@@ -183,7 +200,7 @@ class PMW(StoredDistribution):
                 self.plan.threshold_count, self.plan.epsilon_test, 1, self._rng,
                 accountant=self.accountant, note=f"PMW epoch {self.updates + 1}",
             )
-        true_count = int(round(_query_value(self._data_table(query.columns), query)))
+        true_count = int(round(self._true_count(query)))
         if not self._epoch.test(abs(true_count - model_count)):
             self.rounds[LAZY] += 1
             return PMWAnswer(model_count, LAZY, self.updates)
@@ -395,7 +412,7 @@ def run_pmw(
                 progress(done, done / total)
     if variant == "practical":
         released = pmw.release()
-        final = plan.rows * workload.answer(as_distribution(released, schema).marginal)
+        final = plan.rows * as_distribution(released, schema).answer_workload(workload)
     else:
-        final = plan.rows * workload.answer(pmw.model_table)
+        final = plan.rows * pmw.model_fractions(workload)
     return PMWRun(answers, rounds, final, plan, pmw, accountant, watcher, notes)

@@ -394,8 +394,7 @@ class PracticalPMW(StoredDistribution):
         if kind == "marginal":
             truth = self._data_table(query.columns)
             return float(np.abs(truth - self.plan.rows * self.model_table(query.columns)).sum())
-        true_count = _query_value(self._data_table(query.columns), query)
-        return abs(true_count - self.model_answer(query))
+        return abs(self._true_count(query) - self.model_answer(query))
 
     def _update(self, query: Query, kind: str, key, error: float, query_id: int, label: str) -> None:
         note = f"PMW update {self.updates + 1}"
@@ -403,7 +402,7 @@ class PracticalPMW(StoredDistribution):
         if kind == "marginal":
             self._measure_marginal(query.columns, plan.epsilon_measure, plan.rho_measure, note)
         else:
-            truth = int(round(_query_value(self._data_table(query.columns), query)))
+            truth = int(round(self._true_count(query)))
             if plan.rho_measure:
                 noisy = discrete_gaussian(truth, plan.rho_measure, 1, self._rng, accountant=self.accountant, note=note)
             else:
@@ -457,11 +456,3 @@ def _cells(schema: Schema, subset: Sequence[str]) -> int:
 
 def _query_key(query: Query) -> tuple:
     return (query.columns, tuple(tuple(int(v) for v in a) for a in query.allowed))
-
-
-def _query_value(table: np.ndarray, query: Query) -> float:
-    if not query.columns:
-        return float(table)
-    if query.is_cell:
-        return float(table[tuple(int(a[0]) for a in query.allowed)])
-    return float(table[np.ix_(*query.allowed)].sum())

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels
-from .errors import DataError, SchemaError
+from .errors import DataError, SchemaError, non_private
 from .schema import Schema
 
-__all__ = ["DEFAULT_MAX_CELLS", "histogram", "marginal", "marginal_from_dense", "marginals_from_dense",
+__all__ = ["DEFAULT_MAX_CELLS", "count_matching", "histogram", "marginal", "marginal_from_dense", "marginals_from_dense",
            "add_counts", "scale_query_cells", "SelectedCells", "multiply_by_marginal"]
 
 #: Largest dense table built unless the caller raises the cap (10^8 float64 cells = 800 MB).
@@ -65,9 +65,9 @@ def add_counts(codes: np.ndarray, schema: Schema, positions: np.ndarray, out: np
         row = codes[bad]
         for p in positions:
             if not 0 <= row[p] < schema.shape[p]:
-                raise DataError(
+                raise DataError(non_private(
                     f"row {bad + 1}, column {schema.names[p]!r}: code {row[p]} is outside 0..{schema.shape[p] - 1}"
-                )
+                ))
 
 
 def marginal(
@@ -88,6 +88,27 @@ def marginal(
     out = np.zeros(cells, dtype=np.int64)
     add_counts(codes, schema, positions, out)
     return out.reshape(shape)
+
+
+def count_matching(codes: np.ndarray, schema: Schema, query) -> int:
+    """The rows of ``codes`` a counting query (a ``synth.workload.Query``) counts: every one of
+    its columns' codes among the allowed ones. Column by column, in memory O(rows), so a query
+    over any number of columns needs no table over them."""
+    codes = np.asarray(codes)
+    if codes.ndim != 2 or codes.shape[1] != len(schema):
+        raise ValueError(f"codes must have shape (n, {len(schema)}), got {codes.shape}")
+    inside = np.ones(codes.shape[0], dtype=bool)
+    for name, allowed in zip(query.columns, query.allowed):
+        p = schema.index(name)
+        column = codes[:, p]
+        outside = np.flatnonzero((column < 0) | (column >= schema.shape[p]))
+        if outside.size:
+            raise DataError(non_private(f"row {outside[0] + 1}, column {name!r}: code {column[outside[0]]} is "
+                                        f"outside 0..{schema.shape[p] - 1}"))
+        wanted = np.zeros(schema.shape[p], dtype=bool)
+        wanted[allowed] = True
+        inside &= wanted[column]
+    return int(np.count_nonzero(inside))
 
 
 def histogram(codes: np.ndarray, schema: Schema, *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:

@@ -35,7 +35,13 @@ from ._io import atomic_write, read_json
 from .errors import SchemaError, WorkloadError, locate
 from .schema import Schema
 
-__all__ = ["MarginalCells", "Query", "Workload", "parse_query"]
+__all__ = ["MAX_MARGINALS", "MAX_QUERIES", "MarginalCells", "Query", "Workload", "parse_query"]
+
+MAX_MARGINALS = 1_000_000
+"""The most marginals ``Workload.marginals`` builds (about 400 MB of items at the limit)."""
+
+MAX_QUERIES = 2**63 - 1
+"""The most queries (cells) a workload can hold: query ids are int64."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +96,10 @@ class Workload:
         self.items: tuple[Item, ...] = tuple(queries)
         self.description = description
         sizes = [item.cells if isinstance(item, MarginalCells) else 1 for item in self.items]
+        total = sum(sizes)
+        if total > MAX_QUERIES:
+            raise WorkloadError(f"the workload has {total:.4g} queries (marginal cells), more than a "
+                                f"workload can hold (2^63 - 1); use fewer or smaller marginals")
         self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
         self._plan: dict[tuple[str, ...], _Group] | None = None
         self._queries: tuple[Query, ...] | None = None
@@ -135,7 +145,10 @@ class Workload:
             raise WorkloadError(f"{source}: 'queries' is empty: a workload needs at least one query")
         queries = [_parse_item(item, i, schema, source) for i, item in enumerate(items)]
         description = obj.get("description")
-        return cls(schema, queries, description if isinstance(description, str) else None)
+        try:
+            return cls(schema, queries, description if isinstance(description, str) else None)
+        except WorkloadError as exc:
+            raise WorkloadError(f"{source}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | os.PathLike, schema: Schema) -> Workload:
@@ -153,8 +166,19 @@ class Workload:
         """
         if not isinstance(way, int) or isinstance(way, bool) or not 1 <= way <= len(schema):
             raise WorkloadError(f"way ({way!r}) must be an integer from 1 to {len(schema)} (the number of columns)")
+        count = math.comb(len(schema), way)
+        if count > MAX_MARGINALS:
+            raise WorkloadError(
+                f"{len(schema)} columns have {count:,} {way}-way marginals, more than the limit of "
+                f"{MAX_MARGINALS:,}; select fewer columns or a different --way"
+            )
         subsets = list(itertools.combinations(range(len(schema)), way))
         total = sum(math.prod(schema.shape[p] for p in s) for s in subsets)
+        if total > MAX_QUERIES:
+            raise WorkloadError(
+                f"the {way}-way marginals over these columns have {total:.4g} cells, more than a workload "
+                f"can hold (2^63 - 1); select fewer columns or a lower --way"
+            )
         if max_queries is not None and total > max_queries:
             raise WorkloadError(
                 f"the {way}-way marginals over these columns have {total:,} cells, more than "
@@ -198,38 +222,51 @@ class Workload:
         with atomic_write(path, encoding="utf-8") as handle:
             self.write_json(handle)
 
-    def write_json(self, handle: TextIO) -> None:
-        """Write the workload JSON to an open text file, one item (query or marginal) per line."""
+    def write_json(self, handle: TextIO, cells: bool = False) -> None:
+        """Write the workload JSON to an open text file, one item (query or marginal) per line;
+        ``cells``: each marginal as its cells' queries (as ``cell_queries``), built one at a time."""
         handle.write("{")
         if self.description:
             handle.write(f'"description": {json.dumps(self.description)},\n ')
         handle.write('"queries": [')
-        for i, query in enumerate(self.items):
-            handle.write(",\n  " if i else "\n  ")
-            handle.write(json.dumps(self._query_dict(query), ensure_ascii=False))
+        separator = "\n  "
+        for item in self.items:
+            expand = cells and isinstance(item, MarginalCells)
+            for query in (item.query(j) for j in range(item.cells)) if expand else (item,):
+                handle.write(separator)
+                handle.write(json.dumps(self._query_dict(query), ensure_ascii=False))
+                separator = ",\n  "
         handle.write("\n]}\n")
 
     # -- answering -----------------------------------------------------------------------
     @property
     def subsets(self) -> list[tuple[str, ...]]:
-        """The distinct column subsets, in order of first appearance."""
-        return list(self._groups())
+        """The distinct column subsets, in order of first appearance (no per-cell work)."""
+        return list(dict.fromkeys(item.columns for item in self.items))
 
     def groups(self) -> dict[tuple[str, ...], np.ndarray]:
         """Query ids (in workload order) of each column subset."""
-        return {subset: np.sort(np.concatenate([g.cell_ids, [i for i, _ in g.other]]).astype(np.int64))
-                for subset, g in self._groups().items()}
+        return {subset: g.ids() for subset, g in self._groups().items()}
 
-    def answer(self, tables: Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.ndarray]) -> np.ndarray:
+    def answer(self, tables: Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.ndarray | None],
+               each: Callable[[Query], float] | None = None) -> np.ndarray:
         """Answer every query from marginal tables, one per subset (a mapping or a function).
 
         Each table is shaped by its subset's column sizes, in the subset's order. The result
-        has the tables' dtype (int64 for counts, float64 for fractions).
+        has the tables' dtype (int64 for counts, float64 for fractions). Where the function
+        gives None for a subset (its table would be too big), that subset's queries are
+        answered one at a time by ``each`` (float64 results).
         """
         get = tables.__getitem__ if isinstance(tables, Mapping) else tables
         results: np.ndarray | None = None
         for subset, group in self._groups().items():
-            table = np.asarray(get(subset))
+            table = get(subset)
+            if table is None and each is not None:
+                results = np.zeros(len(self)) if results is None else results.astype(np.float64, copy=False)
+                for i in group.ids().tolist():
+                    results[i] = each(self[i])
+                continue
+            table = np.asarray(table)
             expected = tuple(self.schema[c].size for c in subset)
             if table.shape != expected:
                 raise ValueError(f"table for {subset} has shape {table.shape}, expected {expected}")
@@ -248,31 +285,32 @@ class Workload:
 
 
 class _Group:
-    """Queries on one column subset, split into single cells (one gather) and the rest."""
+    """Queries on one column subset: whole marginals (id ranges, one copy each), single cells
+    (one gather) and the rest. Nothing here grows with a marginal's cell count."""
 
     def __init__(self, schema: Schema, subset: tuple[str, ...], found: list[tuple[int, Item]]):
         shape = [schema[c].size for c in subset]
-        ids, index, single = [], [], []
-        for start, item in found:
-            if isinstance(item, MarginalCells):
-                ids.append(np.arange(start, start + item.cells, dtype=np.int64))
-                index.append(np.arange(item.cells, dtype=np.int64))
-            elif item.is_cell:
-                single.append((start, item))
-        if single:
-            ids.append(np.array([start for start, _ in single], dtype=np.int64))
-            if subset:
-                codes = np.array([[int(a[0]) for a in q.allowed] for _, q in single], dtype=np.int64)
-                index.append(np.ravel_multi_index(codes.T, shape).astype(np.int64))
-            else:
-                index.append(np.zeros(len(single), dtype=np.int64))
-        self.cell_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        self.cell_index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
+        self.ranges = [(start, item.cells) for start, item in found if isinstance(item, MarginalCells)]
+        single = [(start, item) for start, item in found if not isinstance(item, MarginalCells) and item.is_cell]
+        self.cell_ids = np.array([start for start, _ in single], dtype=np.int64)
+        if single and subset:
+            codes = np.array([[int(a[0]) for a in q.allowed] for _, q in single], dtype=np.int64)
+            self.cell_index = np.ravel_multi_index(codes.T, shape).astype(np.int64)
+        else:
+            self.cell_index = np.zeros(len(single), dtype=np.int64)
         self.other = [(start, np.ix_(*item.allowed)) for start, item in found
                       if not isinstance(item, MarginalCells) and not item.is_cell]
 
+    def ids(self) -> np.ndarray:
+        """Every query id of this subset, sorted."""
+        parts = [np.arange(start, start + cells, dtype=np.int64) for start, cells in self.ranges]
+        parts += [self.cell_ids, np.array([i for i, _ in self.other], dtype=np.int64)]
+        return np.sort(np.concatenate(parts))
+
     def answer_into(self, table: np.ndarray, out: np.ndarray) -> None:
         flat = table.reshape(-1)
+        for start, cells in self.ranges:
+            out[start:start + cells] = flat
         out[self.cell_ids] = flat[self.cell_index]
         for i, index in self.other:
             out[i] = table[index].sum()

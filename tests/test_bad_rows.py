@@ -53,6 +53,45 @@ def test_error_names_the_row_and_says_it_quotes_private_data(tmp_path, kind):
         data.read(path, SCHEMA)
 
 
+INTEGERS = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 3)))
+INTEGER_ROWS = ["0,1,2", "1,2,0", "2,3,1", "0,0,0"]
+
+
+@pytest.mark.parametrize("long", ["female,25,1,extra", "female,25,1,"])  # "1,": an empty extra field
+def test_a_long_first_data_line_is_dropped_or_refused_as_any_other(tmp_path, long):
+    """pandas took a first data line with too many fields as a row cut short (or refused it
+    even under --bad-rows drop): it is dropped, or refused naming its row, as any later one."""
+    path = write(tmp_path, [long] + CLEAN)
+    kept = data.read(path, SCHEMA, bad_rows="drop")
+    np.testing.assert_array_equal(kept.codes, data.read(write(tmp_path, CLEAN, "clean.csv"), SCHEMA).codes)
+    assert kept.dropped == 1
+    scanned = data.scan(path, SCHEMA, [("sex", "race")], bad_rows="drop")
+    assert scanned.n_rows == len(CLEAN) and scanned.dropped == 1
+    with pytest.raises(DataError, match=r"d\.csv: malformed CSV: data row 1 \(line 2\) has 4 fields, the header has 3 "
+                                        r"\(--bad-rows drop skips such lines\)$"):
+        data.read(path, SCHEMA)
+    only = write(tmp_path, [long, long], "only.csv")
+    with pytest.raises(DataError, match="no row fits the schema"):
+        data.read(only, SCHEMA, bad_rows="drop")
+
+
+def test_a_long_line_where_a_chunk_or_a_dask_block_begins_is_dropped(tmp_path):
+    """The fast integer reader hands a chunk with a long line to pandas from the chunk's
+    start, and Dask gives a block of lines its own reader: a long line first there too."""
+    path = tmp_path / "i.csv"
+    path.write_text("a,b,c\n" + "\n".join(INTEGER_ROWS[:2] + ["1,2,1,9"] + INTEGER_ROWS[2:]) + "\n")
+    kept = data.read(path, INTEGERS, bad_rows="drop", chunk_rows=2)  # the long line opens the second chunk
+    assert kept.n_rows == 4 and kept.dropped == 1
+    np.testing.assert_array_equal(kept.codes, [[int(v) for v in row.split(",")] for row in INTEGER_ROWS])
+    with pytest.raises(DataError, match=r"malformed CSV: data row 3 \(line 4\) has 4 fields, the header has 3"):
+        data.read(path, INTEGERS, chunk_rows=2)
+    block = b"1,2,1,9\n2,3,1\n"
+    chunks = list(data.encode_csv_lines(block, ["a", "b", "c"], INTEGERS, source="block", bad_rows="drop"))
+    assert sum(c.n_rows for c in chunks) == 1 and sum(c.dropped for c in chunks) == 1
+    with pytest.raises(DataError, match=r"^block: malformed CSV: data row 1 \(line 2\) has 4 fields"):
+        list(data.encode_csv_lines(block, ["a", "b", "c"], INTEGERS, source="block"))
+
+
 def test_drop_on_a_dataframe_and_everything_dropped(tmp_path):
     frame = pd.DataFrame({"sex": ["female", "alien", "male"], "age": [20, 30, 40], "race": [0, 1, 9]})
     encoded = data.encode(frame, SCHEMA, bad_rows="drop")

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -94,6 +95,58 @@ def test_row_count_is_bought_when_not_public(files):
     notes = [c["note"] for c in model.privacy["charges"]]
     assert "noisy row count" in notes
     assert len(pd.read_csv(files / "out.csv")) == round(model.rows)
+
+
+@pytest.fixture
+def small(tmp_path):
+    """300 rows of two coded columns."""
+    schema = Schema((Coded("a", 3), Coded("b", 4)))
+    schema.save(tmp_path / "s.json")
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.integers(0, 3, 300), "b": rng.integers(0, 4, 300)}).to_csv(tmp_path / "d.csv", index=False)
+    Workload.marginals(schema, 1).save(tmp_path / "w.json")
+    return tmp_path
+
+
+def test_a_large_table_size_that_is_mostly_noise_is_refused_in_one_line(small):
+    """--epsilon 1e-6 buys n with epsilon 5e-8: noise of standard deviation 2.8e7 (seed 1 drew
+    9.8 million rows); a default table of that size is refused, nothing written."""
+    result = generate(small, "--epsilon", "1e-6", "--seed", "1", "-q", "-o", small / "out.csv", "--model",
+                      small / "m.npz")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    last = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"Error: the synthetic table would have [\d,]+ rows: n, a noisy count with noise of standard "
+                        r"deviation 28,284,271 \(\d+% of it, more than 10%\); pass --sample-rows N to choose the "
+                        r"table's size, or give n with --rows if it is public, or spend more on the count "
+                        r"\(--count-epsilon, or a larger --epsilon\)", last), last
+    assert not (small / "out.csv").exists() and not (small / "m.npz").exists()
+
+
+@pytest.mark.parametrize("extra, warned", [(("--epsilon", "1e-6", "--sample-rows", "300"), True),
+                                           (("--epsilon", "0.2", "--count-epsilon", "0.02"), True),
+                                           (("--epsilon", "1e-6", "--rows", "300"), False),
+                                           (("--epsilon", "1", "--count-epsilon", "0.5"), False)])
+def test_a_noisy_count_far_from_exact_is_warned_about(small, extra, warned):
+    """Warned when the count's noise (standard deviation, from its epsilon: public) passes 10% of
+    the noisy count (released): never from the true n."""
+    result = generate(small, *extra, "--seed", "1", "-q", "-o", small / "out.csv")
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "has noise of standard deviation" in line]
+    assert len(said) == int(warned)
+    if warned:
+        assert said[0].startswith("WARNING: the noisy row count n=") and "of it, more than 10%)" in said[0]
+        assert "give n with --rows if it is public" in said[0]
+
+
+def test_a_table_without_rows_is_refused_in_one_labelled_line(small):
+    """"no data rows" tells that n = 0: the line itself says it is NON-PRIVATE."""
+    (small / "d.csv").write_text("a,b\n")
+    result = generate(small, "--epsilon", "1", "-q", "-o", small / "out.csv")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {small / 'd.csv'}: has a header but no data rows (NON-PRIVATE: this message tells that the private "
+        "data has no rows)"]
+    assert not (small / "out.csv").exists()
 
 
 def test_sample_rows_sets_the_table_size(files):

@@ -13,7 +13,7 @@ from synth import data
 from synth.blr import blr
 from synth import counts as counts_module
 from synth.counts import GROUP_BUDGET, Counts, count_codes, data_marginal, data_rows, plan_scan
-from synth.errors import SynthError
+from synth.errors import DataError, SynthError
 from synth.mwem import mwem
 from synth.pmw import run_pmw
 from synth.schema import Coded, Schema
@@ -119,6 +119,15 @@ def test_every_table_equals_the_numpy_count(seed, histogram_cells, group_cells):
         np.testing.assert_array_equal(data_marginal(codes, SCHEMA, subset), expected)
     for subset, table in counts.tables.items():
         np.testing.assert_array_equal(table, counts.marginal(subset))
+
+
+def test_an_out_of_range_code_is_one_labelled_line():
+    """count_codes checks codes it did not encode itself: the message quotes one, so it says so."""
+    schema = Schema((Coded("a", 3), Coded("b", 2)))
+    plan = plan_scan(schema, [("a", "b")])
+    with pytest.raises(DataError, match=r"^row 2, column 'a': code 9 is outside 0..2 \(NON-PRIVATE: this message "
+                                        r"quotes the private data\)$"):
+        count_codes(np.array([[0, 1], [9, 0]]), plan)
 
 
 def test_a_table_not_planned_is_refused():

@@ -5,8 +5,11 @@ and no output; a malformed --scheduler address is one line; and without Dask the
 refused in one line."""
 
 import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -308,6 +311,79 @@ def test_generate_with_a_malformed_scheduler_says_what_is_wrong(inputs):
     assert result.output.strip().splitlines()[-1] == (
         "Error: --scheduler 'inproc://x': unsupported protocol 'inproc://' (tcp://HOST:PORT, or local)")
     assert not (inputs / "out.csv").exists()
+
+
+@pytest.fixture
+def silent_address():
+    """A tcp:// address on 127.0.0.1 whose port accepts connections and never answers; it
+    closes them after 6 s (and at the test's end), so a client that waits for the peer ends too."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:  # the server closed
+                return
+
+    def close() -> None:
+        server.close()
+        for connection in held:
+            connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    timer = threading.Timer(6.0, close)
+    timer.start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        timer.cancel()
+        close()
+
+
+def test_a_scheduler_port_that_never_answers_is_refused_within_the_timeout(silent_address):
+    from synth.dask_scan import connect
+
+    start = time.monotonic()
+    with pytest.raises(SynthError, match=f"^--scheduler {re.escape(silent_address)}: no Dask scheduler answered "
+                                         r"there within 0\.5 s"):
+        connect(silent_address, timeout=0.5)
+    assert time.monotonic() - start < 4
+
+
+def test_generate_with_a_silent_scheduler_port_ends_in_one_line(inputs, silent_address, monkeypatch):
+    from synth import dask_scan
+
+    monkeypatch.setattr(dask_scan, "CONNECT_TIMEOUT_S", 0.5, raising=False)
+    start = time.monotonic()
+    result = _generate(inputs, inputs / "d.csv", inputs / "out.csv", "--scheduler", silent_address)
+    assert time.monotonic() - start < 4  # not until the peer closes (6 s)
+    assert result.exit_code == 1 and "Traceback" not in result.output and "bug in synth" not in result.output
+    assert result.output.strip().splitlines()[-1:] == [
+        f"Error: --scheduler {silent_address}: no Dask scheduler answered there within 0.5 s (something may accept "
+        "connections at that address without being one)"]
+    assert not (inputs / "out.csv").exists()
+
+
+def test_a_partition_pandas_cannot_read_and_an_empty_frame_are_labelled():
+    """What pandas says of a partition may quote it, and "no data rows" tells n = 0: both say
+    they are NON-PRIVATE, in the line itself."""
+    from synth import dask_scan
+    from synth.counts import plan_scan
+
+    frame = pd.DataFrame({"sex": [["male"]], "age": [1], "zone": [0]})  # a list where a label goes
+    failed = dask_scan._count_partition(frame, plan_scan(SCHEMA, SUBSETS), "Dask DataFrame", 0, 2, "error")
+    assert str(failed.error()) == ("Dask DataFrame (partition 1 of 2): cannot read: unhashable type: 'list' "
+                                   "(NON-PRIVATE: this message may quote the private data)")
+    empty = dd.from_pandas(pd.DataFrame({"sex": ["male"], "age": [1], "zone": [0]}).iloc[:0], npartitions=1)
+    with pytest.raises(DataError, match=r"^Dask DataFrame: no data rows \(NON-PRIVATE: this message tells that the "
+                                        r"private data has no rows\)$"):
+        dask_scan.scan_dask(empty, SCHEMA, SUBSETS)
+    alien = dd.from_pandas(pd.DataFrame({"sex": ["alien"], "age": [1], "zone": [0]}), npartitions=1)
+    with pytest.raises(DataError, match=r"^Dask DataFrame: no row fits the schema .*\(NON-PRIVATE: this message tells "
+                                        r"that no row of the private data fits the schema\)$"):
+        dask_scan.scan_dask(alien, SCHEMA, SUBSETS, bad_rows="drop")
 
 
 def test_scheduler_local_with_a_bad_value_prints_one_line(inputs):

@@ -69,7 +69,8 @@ def test_numeric_labelled_categorical_matches_by_value(tmp_path):
         ("", r"d.csv: file is empty"),
         ("sex,age,race\n", r"d.csv: has a header but no data rows"),
         ("sex,age,race\nmale,25,2\nmale,25,2,7\n", r"d.csv: malformed CSV: data row 2 \(line 3\) has 4 fields, the header has 3"),
-        ("sex,age,race\nmale,25,2,7\nmale,25,2\n", r"d.csv: malformed CSV: data row 1 has more fields than the header"),
+        ("sex,age,race\nmale,25,2,7\nmale,25,2\n",
+         r"d.csv: malformed CSV: data row 1 \(line 2\) has 4 fields, the header has 3 \(--bad-rows drop skips such lines\)$"),
         ("sex,age,race\nmale,25\n", r"d.csv: row 1, column 'race': missing value"),
     ],
 )
@@ -77,6 +78,36 @@ def test_bad_data_names_file_row_column_and_value(tmp_path, mixed_schema, text, 
     path = write(tmp_path, text)
     with pytest.raises(DataError, match=message):
         data.read(path, mixed_schema)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sex,age,race\n", "has a header but no data rows (NON-PRIVATE: this message tells that the private data "
+                       "has no rows)"),
+    ("male,25,2\nfemale,30,1\n", "column 'male': is not in the schema (schema columns: sex, age, race) "
+                                  "(NON-PRIVATE: this message may quote the private data)"),  # no header: a row is
+    ("sex,age,sex\nmale,25,male\n", "column 'sex': appears twice in the header (NON-PRIVATE: this message may "
+                                     "quote the private data)"),
+])
+def test_messages_that_tell_of_the_data_are_labelled(tmp_path, mixed_schema, text, message):
+    """n = 0 and a header (a data row, where the file has none) are the private data's too."""
+    path = write(tmp_path, text)
+    with pytest.raises(DataError) as caught:
+        data.read(path, mixed_schema)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_empty_and_all_dropped_frames_are_labelled(tmp_path, mixed_schema):
+    frame = pd.DataFrame({"sex": ["alien"], "age": [3], "race": [0]})
+    with pytest.raises(DataError, match=r"^DataFrame: no data rows \(NON-PRIVATE: this message tells that the private "
+                                        r"data has no rows\)$"):
+        data.read(frame.iloc[:0], mixed_schema)
+    all_dropped = (r"no row fits the schema \(every row was dropped by --bad-rows drop\) \(NON-PRIVATE: this message "
+                   r"tells that no row of the private data fits the schema\)$")
+    with pytest.raises(DataError, match=f"^DataFrame: {all_dropped}"):
+        data.read(frame, mixed_schema, bad_rows="drop")
+    path = write(tmp_path, "sex,age,race\nalien,3,0\n")
+    with pytest.raises(DataError, match=all_dropped):
+        data.scan(path, mixed_schema, [("sex",)], bad_rows="drop")
 
 
 def test_row_numbers_continue_across_chunks(tmp_path, mixed_schema):

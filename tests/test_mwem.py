@@ -171,7 +171,8 @@ def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
     codes = np.column_stack([rng.integers(0, k, 4000) for k in (3, 4, 2)])
     codes[:, 1] = np.where(rng.random(4000) < 0.7, codes[:, 0], codes[:, 1])
     workload = Workload.marginals(schema, 2)
-    result = mwem(codes, schema, workload, 1.0, delta=1e-6, rng=2, rounds=2)  # selects 2 of 3 pairs + 1-ways
+    # selects 2 of 3 pairs + 1-ways; so few measurements would run pure epsilon unless told (``plan_noise``)
+    result = mwem(codes, schema, workload, 1.0, delta=1e-6, noise="gaussian", rng=2, rounds=2)
     p = result.parameters
     assert p["composition"] == "zCDP" and p["noise"] == "discrete Gaussian" and p["rho_measure"] > 0
     ledger = result.accountant.ledger()

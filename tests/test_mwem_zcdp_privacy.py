@@ -68,7 +68,7 @@ def _rng(*key: int) -> np.random.Generator:
 
 
 def _run(codes, rng):
-    return mwem(codes, SCHEMA, WORKLOAD, EPSILON, delta=DELTA, rounds=1, measure="marginal",
+    return mwem(codes, SCHEMA, WORKLOAD, EPSILON, delta=DELTA, noise="gaussian", rounds=1, measure="marginal",
                 select_share=SELECT_SHARE, passes=1, final_passes=0, output="last", rows=ROWS, prior=None, rng=rng)
 
 

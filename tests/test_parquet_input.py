@@ -76,6 +76,20 @@ def test_a_bad_value_in_one_file_names_the_file_and_row(inputs, break_it, messag
         scan(inputs / "parts", SCHEMA, SUBSETS)
 
 
+def test_what_pyarrow_says_of_the_data_is_labelled(tmp_path):
+    """pyarrow's words on a value it cannot convert quote the value (a date 3 million years on):
+    the message says it is NON-PRIVATE; so does one that says the file has no rows."""
+    table = pa.table({"sex": ["male"], "age": pa.array([10**17], pa.date64()), "zone": [1]})
+    pq.write_table(table, tmp_path / "far.parquet")
+    with pytest.raises(DataError, match=r"far\.parquet: cannot read Parquet near row 1: year 3170843 is out of range "
+                                        r"\(NON-PRIVATE: this message may quote the private data\)$"):
+        scan(tmp_path / "far.parquet", SCHEMA, SUBSETS)
+    rows(10, 3).iloc[:0].to_parquet(tmp_path / "none.parquet")
+    with pytest.raises(DataError, match=r"none\.parquet: has columns but no data rows \(NON-PRIVATE: this message tells "
+                                        r"that the private data has no rows\)$"):
+        scan(tmp_path / "none.parquet", SCHEMA, SUBSETS)
+
+
 def test_broken_folders_and_files_are_clear_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="holds no Parquet file"):

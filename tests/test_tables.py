@@ -62,6 +62,24 @@ def test_out_of_range_code_names_row_and_column():
         marginal(negative, schema)
 
 
+OUTSIDE_LABELLED = r"^row 2, column 'b': code 7 is outside 0..2 \(NON-PRIVATE: this message quotes the private data\)$"
+
+
+def test_an_out_of_range_code_is_labelled_as_quoting_the_data():
+    codes = np.array([[0, 0], [1, 7]], dtype=np.int32)
+    with pytest.raises(DataError, match=OUTSIDE_LABELLED):
+        marginal(codes, Schema((Coded("a", 4), Coded("b", 3))))
+
+
+def test_a_query_count_labels_an_out_of_range_code_too():
+    from synth.tables import count_matching
+    from synth.workload import parse_query
+
+    schema = Schema((Coded("a", 4), Coded("b", 3)))
+    with pytest.raises(DataError, match=OUTSIDE_LABELLED):
+        count_matching(np.array([[0, 0], [1, 7]], dtype=np.int32), schema, parse_query({"where": {"b": 1}}, schema))
+
+
 def test_table_past_the_cap_is_refused():
     schema = Schema((Coded("a", 1000), Coded("b", 1000)))
     with pytest.raises(SchemaError, match="1,000,000 cells, more than the cap of 1,000"):
