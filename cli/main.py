@@ -11,6 +11,7 @@ from .answer_cmd import answer
 from .demo_cmd import demo
 from .evaluate_cmd import evaluate
 from .generate_cmd import generate
+from .model_cmd import model
 from .sample_cmd import sample
 from .schema_cmd import schema
 from .workload_cmd import workload
@@ -35,5 +36,6 @@ main.add_command(workload)
 main.add_command(answer)
 main.add_command(generate)
 main.add_command(sample)
+main.add_command(model)
 main.add_command(evaluate)
 main.add_command(demo)

@@ -66,6 +66,10 @@ def show(schema_file: str, columns: str | None) -> None:
     Example:
       synth schema show adult-domain.json --columns sex,race
     """
+    with open(schema_file, "rb") as handle:
+        if handle.read(4) == b"PK\x03\x04":  # a zip archive: a model file (.npz), not a schema
+            raise click.UsageError(f"{schema_file} is a model file, not a schema: synth model show {schema_file} "
+                                   "shows what it holds, its schema included")
     _, loaded = load_schema(schema_file, columns)
     width = max(len(n) for n in loaded.names)
     for column in loaded:

@@ -49,7 +49,7 @@ from .schema import Schema
 from .factored import FactoredModel
 from .workload import Workload
 
-__all__ = ["Model", "ModelError", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["Model", "ModelError", "FORMAT", "FORMAT_VERSION", "model_summary"]
 
 FORMAT = "synth-model"
 FORMAT_VERSION = 3
@@ -203,6 +203,38 @@ class Model:
             round_log=fields.get("round_log", []),
             seeded=fields.get("seeded", False), library_version=fields.get("library_version", ""),
         )
+
+
+def model_summary(path: str | os.PathLike) -> dict[str, Any]:
+    """What a model file holds, for a reader (``synth model show``): its format, mechanism and
+    options, n and whether it is public, the privacy budget, what was spent and how (the
+    ledger), the schema's columns, the representation and its size, the rounds logged and the
+    checksum. The file is loaded, and so checked, in full first: a summary is never shown of a
+    file that ``Model.load`` refuses. Everything in it is released (the model is public)."""
+    model = Model.load(path)
+    meta, _ = _read_archive(path)
+    distribution = model.distribution
+    if isinstance(distribution, FactoredModel):
+        storage = {"representation": "factored", "cells": int(distribution.cells),
+                   "factors": [list(s) for s in distribution.subsets]}
+    else:
+        storage = {"representation": "dense", "cells": int(np.asarray(distribution).size)}
+    return {
+        "file": str(path),
+        "format_version": meta["format_version"],
+        "library_version": model.library_version,
+        "checksum": meta.get(_CHECKSUM),
+        "mechanism": model.mechanism,
+        "seeded": model.seeded,
+        "rows": model.rows,
+        "rows_public": model.rows_public,
+        "privacy": model.privacy,
+        "parameters": model.parameters,
+        "rounds_logged": len(model.round_log),
+        "columns": [{"name": c.name, "kind": c.kind, "size": c.size} for c in model.schema],
+        "universe_size": model.schema.universe_size,
+        "storage": storage,
+    }
 
 
 def _checksum_tables(tables: list[np.ndarray]) -> str:
