@@ -183,8 +183,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     counts = scan_data(data, full, queries.subsets, columns=columns, bad_rows=bad_rows, scheduler=scheduler,
                        quiet=quiet, private=public_rows is None)
     options = {"delta": delta, "noise": noise, "rows": public_rows, "selection": selection, "rounds": rounds,
-               "measure": measure,
-               "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
+               "measure": measure, "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
                "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
                "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
                "seed": seed, "variant": variant, "test": test_kind, **storage}
@@ -194,9 +193,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     import numpy as np
 
     from synth._io import output_group
-    from synth.sample import write_synthetic
-
     from synth.row_count import ledger_count_noise_sd
+    from synth.sample import write_synthetic
 
     check_noisy_count(model.rows, ledger_count_noise_sd(accountant.ledger()), sample_rows)
     count = round(model.rows) if sample_rows is None else sample_rows

@@ -25,9 +25,9 @@ import numba
 import numpy as np
 
 from ._kernels.scan import count_rows, first_bad_row
-from .errors import DataError, SynthError, non_private
+from .errors import SynthError
 from .schema import Schema
-from .tables import DEFAULT_MAX_CELLS, _check_cells, marginal
+from .tables import DEFAULT_MAX_CELLS, _check_cells, code_outside, marginal
 
 __all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "Tally", "count_codes", "count_encoded", "data_marginal", "data_rows", "plan_scan"]
 
@@ -177,8 +177,7 @@ class Tally:
             bad = first_bad_row(columns, self.layout.sizes)
             if bad >= 0:
                 column = next(j for j in range(len(schema)) if not 0 <= codes[bad, j] < schema.shape[j])
-                raise DataError(non_private(f"row {bad + 1}, column {schema.names[column]!r}: code "
-                                            f"{codes[bad, column]} is outside 0..{schema.shape[column] - 1}"))
+                raise code_outside(bad + 1, schema.names[column], codes[bad, column], schema.shape[column])
         if len(self.partial) == 1 or codes.shape[0] < PARALLEL_ROWS:
             self._count(columns)
             return

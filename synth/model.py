@@ -156,6 +156,11 @@ class Model:
     def load(cls, path: str | os.PathLike) -> Model:
         """Read and check a model file; ``ModelError`` names the file and what is wrong."""
         meta, arrays = _read_archive(path)
+        return cls._from_archive(meta, arrays, path)
+
+    @classmethod
+    def _from_archive(cls, meta: dict[str, Any], arrays: dict[str, Any], path: str | os.PathLike) -> Model:
+        """The model a read archive holds, every check of ``load`` made."""
         version = _check_version(meta, path)
         fields = _check_header(meta, version, path)
         representation = meta.get("representation", "dense")
@@ -211,8 +216,8 @@ def model_summary(path: str | os.PathLike) -> dict[str, Any]:
     ledger), the schema's columns, the representation and its size, the rounds logged and the
     checksum. The file is loaded, and so checked, in full first: a summary is never shown of a
     file that ``Model.load`` refuses. Everything in it is released (the model is public)."""
-    model = Model.load(path)
-    meta, _ = _read_archive(path)
+    meta, arrays = _read_archive(path)
+    model = Model._from_archive(meta, arrays, path)
     distribution = model.distribution
     if isinstance(distribution, FactoredModel):
         storage = {"representation": "factored", "cells": int(distribution.cells),

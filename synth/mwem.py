@@ -341,10 +341,7 @@ def plan_noise(workload: Workload, schema: Schema, epsilon: float, delta: float,
     zcdp_rounds = None
     if mode == "adaptive" and any(workload.subsets):
         total = rounds_total(epsilon, 0.0, 0.0 if public is not None else count_share * epsilon)
-        columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
-        sizes = dict(zip(schema.names, schema.shape))
-        first = None if public is None else first_round_budget(total, False, [sizes[c] for c in columns], public)
-        start = AnnealingBudget(total, False, len(columns), first).first_round
+        start = _annealing_budget(total, False, schema, workload, public).first_round
         measurements, share = max(1, round(total / start)), SELECT_SHARE
     else:
         candidates = len(workload.subsets) if measure == "marginal" else len(workload)
@@ -355,15 +352,22 @@ def plan_noise(workload: Workload, schema: Schema, epsilon: float, delta: float,
     return choose_noise(noise, epsilon, delta, measurements, share, count_share_used, zcdp_rounds)
 
 
+def _annealing_budget(total: float, zcdp: bool, schema: Schema, workload: Workload,
+                      n: float | None) -> AnnealingBudget:
+    """Adaptive MWEM's budget over the workload's columns, its first round sized from n (the
+    annealing's default first round where n is not known yet)."""
+    columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
+    sizes = dict(zip(schema.names, schema.shape))
+    first = None if n is None else first_round_budget(total, zcdp, [sizes[c] for c in columns], n)
+    return AnnealingBudget(total, zcdp, len(columns), first)
+
+
 def _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
               progress, lead: list[str], delta: float, noise: str) -> MWEMResult:
     """Adaptive MWEM (``synth.mwem_adaptive``) and its final fit, to convergence; ``delta`` is the
     plan's (0: pure epsilon, discrete Laplace), ``lead`` the run's first notes."""
     total = rounds_total(accountant.budget.epsilon, delta, count.epsilon, count.rho)
-    columns = [c for c in schema.names if any(c in s for s in workload.subsets)]
-    sizes = dict(zip(schema.names, schema.shape))
-    first = first_round_budget(total, delta > 0, [sizes[c] for c in columns], n)
-    budget = AnnealingBudget(total, delta > 0, len(columns), first)
+    budget = _annealing_budget(total, delta > 0, schema, workload, n)
     report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
     run = adaptive_rounds(data, schema, workload, dist, n, budget, accountant, generator, passes, report)
     fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,

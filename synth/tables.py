@@ -65,9 +65,7 @@ def add_counts(codes: np.ndarray, schema: Schema, positions: np.ndarray, out: np
         row = codes[bad]
         for p in positions:
             if not 0 <= row[p] < schema.shape[p]:
-                raise DataError(non_private(
-                    f"row {bad + 1}, column {schema.names[p]!r}: code {row[p]} is outside 0..{schema.shape[p] - 1}"
-                ))
+                raise code_outside(bad + 1, schema.names[p], row[p], schema.shape[p])
 
 
 def marginal(
@@ -90,6 +88,12 @@ def marginal(
     return out.reshape(shape)
 
 
+def code_outside(row: int, column: str, code: int, size: int) -> DataError:
+    """The error for a code outside its column's 0..size-1 at data row ``row`` (from 1): it
+    quotes the private data, and says so."""
+    return DataError(non_private(f"row {row}, column {column!r}: code {code} is outside 0..{size - 1}"))
+
+
 def count_matching(codes: np.ndarray, schema: Schema, query) -> int:
     """The rows of ``codes`` a counting query (a ``synth.workload.Query``) counts: every one of
     its columns' codes among the allowed ones. Column by column, in memory O(rows), so a query
@@ -103,8 +107,7 @@ def count_matching(codes: np.ndarray, schema: Schema, query) -> int:
         column = codes[:, p]
         outside = np.flatnonzero((column < 0) | (column >= schema.shape[p]))
         if outside.size:
-            raise DataError(non_private(f"row {outside[0] + 1}, column {name!r}: code {column[outside[0]]} is "
-                                        f"outside 0..{schema.shape[p] - 1}"))
+            raise code_outside(outside[0] + 1, name, column[outside[0]], schema.shape[p])
         wanted = np.zeros(schema.shape[p], dtype=bool)
         wanted[allowed] = True
         inside &= wanted[column]
