@@ -28,8 +28,14 @@ Tables = Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.n
 
 def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
     """The adult schema (its domain file) and every row's codes, read through synth."""
-    schema = Schema.load(data_dir / "adult-domain.json")
-    return schema, read(data_dir / "adult.csv", schema).codes
+    return load_table(data_dir, "adult")
+
+
+def load_table(data_dir: Path, name: str) -> tuple[Schema, np.ndarray]:
+    """An integer-coded benchmark table (``NAME.csv`` with ``NAME-domain.json``): its schema and
+    every row's codes, read through synth."""
+    schema = Schema.load(data_dir / f"{name}-domain.json")
+    return schema, read(data_dir / f"{name}.csv", schema).codes
 
 
 def project_codes(schema: Schema, codes: np.ndarray, columns: Sequence[str]) -> tuple[Schema, np.ndarray]:

@@ -509,9 +509,13 @@ class Session:
 
     def adult(self) -> tuple:
         """The adult schema and codes from ``--data-dir``."""
-        from _data import load_adult
+        return self.table("adult")
 
-        return load_adult(self.args.data_dir)
+    def table(self, name: str) -> tuple:
+        """A benchmark table's schema and codes from ``--data-dir`` (``adult``, ``titanic``)."""
+        from _data import load_table
+
+        return load_table(self.args.data_dir, name)
 
     @contextlib.contextmanager
     def stage(self, label: str) -> Iterator[None]:
