@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from synth.data import code_dtype, read
-from synth.schema import Schema
-from synth.tables import marginal, marginals_from_dense
-from synth.workload import Workload
+from synth.data.reading import code_dtype, read
+from synth.data.schema import Schema
+from synth.data.tables import marginal, marginals_from_dense
+from synth.data.workload import Workload
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 

@@ -1,4 +1,4 @@
-"""Benchmark the BLR net mechanism (``synth.blr``): the exact-net kernel's speed against a NumPy
+"""Benchmark the BLR net mechanism (``synth.engines.blr``): the exact-net kernel's speed against a NumPy
 implementation of the same step, and the sampled net's error against the number of candidates
 K on adult.
 
@@ -62,11 +62,11 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 
 from synth import _kernels
 from synth._kernels.net import sample_exact_net, score_exact_net
-from synth.blr import DEFAULT_MAX_NET, _QueryCounts, blr, choose_net_size, sampled_net_size
-from synth.rng import kernel_state
-from synth.schema import Schema
-from synth.tables import marginal, marginal_from_dense
-from synth.workload import Workload
+from synth.engines.blr import DEFAULT_MAX_NET, _QueryCounts, blr, choose_net_size, sampled_net_size
+from synth.privacy.rng import kernel_state
+from synth.data.schema import Schema
+from synth.data.tables import marginal, marginal_from_dense
+from synth.data.workload import Workload
 
 SECTION = "bench_blr"
 

@@ -26,10 +26,10 @@ import numpy as np
 from _data import FIVE, SEVEN, Marginals
 from _harness import FirstRun, first_run, markdown_table, over_seeds, seconds_text, session, with_time
 
-from synth.blr import blr
+from synth.engines.blr import blr
 from synth.errors import SynthError
-from synth.mwem import mwem
-from synth.pmw import run_pmw
+from synth.engines.mwem import mwem
+from synth.engines.pmw import run_pmw
 
 SECTION = "bench_engines"
 EPSILONS = (0.3, 1.0, 3.0)
@@ -37,7 +37,7 @@ QUICK_EPSILONS = (1.0,)
 SEEDS, QUICK_SEEDS = 5, 1
 #: The released-net BLR (``synth generate --mechanism blr --prior mwem``): the first of these
 #: (module, function) found is used, else its row says "not available".
-RELEASED_NET = (("synth.blr_prior", "blr_prior"),)
+RELEASED_NET = (("synth.engines.blr_prior", "blr_prior"),)
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,8 @@ def pair_tables(frame: pd.DataFrame, subsets, sizes) -> dict:
 
 
 def run_config(config: Config, seed: int, data_dir: Path, folder: Path, truth: dict, sizes: dict) -> Run:
-    from synth.distribution import as_distribution
-    from synth.model import Model
+    from synth.models.distribution import as_distribution
+    from synth.models.model import Model
 
     workload = folder / f"w{config.way}-{config.columns is None}.json"
     column_args = ["--columns", ",".join(config.columns)] if config.columns else []

@@ -2,7 +2,7 @@
 
 Three groups, each measured against its baseline in the same run:
 
-1. discrete Laplace noise (counts/s): ``synth.mechanisms.discrete_laplace_noise(n, eps, 1, rng)``
+1. discrete Laplace noise (counts/s): ``synth.privacy.mechanisms.discrete_laplace_noise(n, eps, 1, rng)``
    vs NumPy's continuous ``rng.laplace(0, 1 / eps, n)``, with Numba's default thread count
    and with one thread (target: synth time / baseline time <= 3 with the default threads);
 2. discrete Gaussian noise (counts/s): ``discrete_gaussian_noise(n, sigma2, rng)`` vs
@@ -34,14 +34,14 @@ import numba
 import numpy as np
 
 from synth import _kernels
-from synth.mechanisms import (
+from synth.privacy.mechanisms import (
     StreamingExponential,
     discrete_gaussian_noise,
     discrete_laplace_noise,
     exponential,
     laplace_ratio,
 )
-from synth.mechanisms.discrete import _BLOCK, _laplace_draws
+from synth.privacy.mechanisms.discrete import _BLOCK, _laplace_draws
 
 from _harness import (  # benchmarks/ is on sys.path when run as a script
     Comparison,
@@ -486,7 +486,7 @@ def render(
             "",
             "## 1. Discrete Laplace noise (sensitivity 1)",
             "",
-            "synth: `synth.mechanisms.discrete_laplace_noise(n, eps, 1, rng)` (exact, integer-only); "
+            "synth: `synth.privacy.mechanisms.discrete_laplace_noise(n, eps, 1, rng)` (exact, integer-only); "
             "baseline: `rng.laplace(0, 1/eps, n)` (NumPy Generator, floating point: unsafe to release). "
             "The rows with 1 thread set `numba.set_num_threads(1)` (outside the timed region) and share "
             "the baseline samples of their default-thread row. "
@@ -500,7 +500,7 @@ def render(
             "",
             "Informational, not part of the target: the kernel's general path (a denominator that is not a "
             "power of two: exact rejection sampling of u in [0, t) and the general "
-            "Bernoulli(exp(-u/t))), called through the private `synth.mechanisms.discrete._laplace_draws`. "
+            "Bernoulli(exp(-u/t))), called through the private `synth.privacy.mechanisms.discrete._laplace_draws`. "
             "`discrete_laplace_noise` never takes it; `discrete_gaussian_noise` does when "
             "floor(sqrt(sigma2)) + 1 is not a power of two.",
             "",

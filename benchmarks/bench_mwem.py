@@ -1,4 +1,4 @@
-"""Benchmark MWEM (``synth.mwem``) on adult: error and time against epsilon and rounds, the final
+"""Benchmark MWEM (``synth.engines.mwem``) on adult: error and time against epsilon and rounds, the final
 fit and the selection step, the speed of its steps against NumPy, and its first-call (JIT) cost.
 
 0. first calls: the two table kernels (and their cold compiles), then a whole ``mwem`` call;
@@ -46,13 +46,13 @@ from _harness import (
     with_time,
 )
 
-import synth.fit as fit_module
-import synth.mwem as mwem_module
+import synth.models.fit as fit_module
+import synth.engines.mwem as mwem_module
 from synth import _kernels
-from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, DEFAULT_SELECT_SHARE, mwem
-from synth.schema import Schema
-from synth.tables import marginal, marginal_from_dense, multiply_by_marginal
-from synth.workload import Workload
+from synth.engines.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, DEFAULT_SELECT_SHARE, mwem
+from synth.data.schema import Schema
+from synth.data.tables import marginal, marginal_from_dense, multiply_by_marginal
+from synth.data.workload import Workload
 
 SECTION = "bench_mwem"
 EIGHT = ("age",) + SEVEN
@@ -110,7 +110,7 @@ def measurements(result) -> list[tuple]:
 
 
 def fit_passes(case: Marginals, weights: np.ndarray, total: float, measured, passes: int):
-    """``passes`` passes of mwem's fit (``synth.fit.mw_fit``, stop off) in place: new total, residual."""
+    """``passes`` passes of mwem's fit (``synth.models.fit.mw_fit``, stop off) in place: new total, residual."""
     total, _, residual = fit_module.mw_fit(weights, total, case.schema, case.workload, measured,
                                            float(case.rows), passes, {}, 0.0)
     return total, residual
@@ -568,7 +568,7 @@ def render(run, seeds, calls, whole, cases, grid, fits, mismatches, steps, round
                           f"{bmin / smin:.2f}x"] for t, scored, sp, npp, s, smin, b, bmin in r["rows"]]), "",
                   f"Whole run {seconds_text(r['run_s'])}: rounds {seconds_text(r['rounds_s'])}, final fit "
                   f"{seconds_text(r['fit_s'])} ({r['fit_passes']} passes). {FIT_TIMING_PASSES} fit passes "
-                  f"from the same start (NumPy ran {r['numpy_fit_passes']}): `synth.fit.mw_fit` "
+                  f"from the same start (NumPy ran {r['numpy_fit_passes']}): `synth.models.fit.mw_fit` "
                   f"{duration(fit.synth_s)}, NumPy "
                   f"{duration(fit.base_s)}, speed ratio {fit.ratio:.2f}x (best {fit.best_ratio:.2f}x).", ""]
     lines += ["The machine is shared (2 cores; see the load averages): ratios can move by tens of percent "

@@ -2,7 +2,7 @@
 as the pure epsilon one, and keep zCDP where it wins?
 
 With delta > 0 MWEM picks, from public facts only, pure epsilon-DP with discrete Laplace noise
-or rho-zCDP with the discrete Gaussian (``synth.mwem_noise``; ``noise="auto"``). This runs, on
+or rho-zCDP with the discrete Gaussian (``synth.engines.mwem_noise``; ``noise="auto"``). This runs, on
 narrow tables with few marginals (where Laplace should win) and on wider ones (where the
 Gaussian should), each of:
 
@@ -24,8 +24,8 @@ import numpy as np
 from _data import Marginals, mean_l1
 from _harness import Spread, markdown_table, session
 
-from synth.distribution import as_distribution
-from synth.mwem import mwem
+from synth.models.distribution import as_distribution
+from synth.engines.mwem import mwem
 
 SECTION = "bench_mwem_noise"
 EPSILONS, QUICK_EPSILONS = (0.3, 1.0, 3.0), (1.0,)

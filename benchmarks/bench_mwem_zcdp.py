@@ -27,10 +27,10 @@ import numpy as np
 from _data import SEVEN, Marginals, mean_l1
 from _harness import Spread, markdown_table, session
 
-from synth.distribution import as_distribution
-from synth.mwem import mwem
-from synth.tables import marginal
-from synth.workload import Workload
+from synth.models.distribution import as_distribution
+from synth.engines.mwem import mwem
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 SECTION = "bench_mwem_zcdp"
 EPSILONS, QUICK_EPSILONS = (0.3, 1.0, 3.0), (1.0,)
@@ -108,7 +108,7 @@ def report(bench, rows, seeds) -> str:
     lines.append(f"Seeds {', '.join(map(str, seeds))}; each figure the median over the seeds [range]. "
                  "delta = 0: pure epsilon-DP, discrete Laplace; delta = 1e-9: rho-zCDP, discrete Gaussian, "
                  "reported as (epsilon, delta). Time: the library call. "
-                 "Selection: what auto chose (adaptive or classic rounds, synth.mwem_adaptive).")
+                 "Selection: what auto chose (adaptive or classic rounds, synth.engines.mwem_adaptive).")
     lines.append("")
     table = []
     for label, epsilon, delta, public, figures in rows:

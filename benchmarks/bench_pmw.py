@@ -1,4 +1,4 @@
-"""Benchmark Private Multiplicative Weights (``synth.pmw``): speed and memory against the
+"""Benchmark Private Multiplicative Weights (``synth.engines.pmw``): speed and memory against the
 universe size, and the theory variant's plans and error against epsilon on adult.
 
 Against plain NumPy in the same run, on synthetic schemas of ``Coded`` columns of 10 codes
@@ -51,14 +51,14 @@ from _harness import (
 )
 
 from synth import _kernels
-from synth.accounting import Accountant, Charge, compose
-from synth.data import code_dtype
-from synth.mechanisms import AboveThreshold
-from synth.pmw import LAZY, PMW, UPDATE, run_pmw
-from synth.pmw_plan import PMWPlan, plan_pmw
-from synth.schema import Coded, Schema
-from synth.tables import SelectedCells, marginal, marginal_from_dense, scale_query_cells
-from synth.workload import Query, Workload
+from synth.privacy.accounting import Accountant, Charge, compose
+from synth.data.reading import code_dtype
+from synth.privacy.mechanisms import AboveThreshold
+from synth.engines.pmw import LAZY, PMW, UPDATE, run_pmw
+from synth.engines.pmw_plan import PMWPlan, plan_pmw
+from synth.data.schema import Coded, Schema
+from synth.data.tables import SelectedCells, marginal, marginal_from_dense, scale_query_cells
+from synth.data.workload import Query, Workload
 
 SECTION = "bench_pmw"
 CODES, ROWS = 10, 100_000  # codes per synthetic column (10^k cells: k columns); synthetic rows

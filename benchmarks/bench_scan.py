@@ -9,11 +9,11 @@ for later runs; delete the folder to reclaim the disk: 10^8 rows take about 2 GB
 The scan counts the tables of all 28 two-way marginals.
 
 Each measured step runs in a fresh Python process, which reports its own wall time and peak
-resident memory (``ru_maxrss``): the in-process scan (``synth.data.scan``) of the CSV (and of
-the CSV with every line through pandas' parser, ``synth.data.PLAIN_CSV = False``) and of the
+resident memory (``ru_maxrss``): the in-process scan (``synth.data.reading.scan``) of the CSV (and of
+the CSV with every line through pandas' parser, ``synth.data.reading.PLAIN_CSV = False``) and of the
 Parquet folder; ``pandas.read_csv`` / ``pandas.read_parquet`` of the same 8 columns (only
 where the frame fits in a third of the machine's memory); the Dask scan on a local cluster of
-2 workers (``synth.dask_scan.scan_dask``, cluster start-up excluded); and, at the largest n,
+2 workers (``synth.data.dask_scan.scan_dask``, cluster start-up excluded); and, at the largest n,
 the whole ``synth generate`` (MWEM, eps 1, n noisy, the 7 pairs of neighbouring columns, a
 factored model: a dense fit of this 38-million-cell universe takes minutes, and is not what
 is measured here; ``--sample-rows 1000000``: sampling holds one block of rows whatever their
@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from _harness import REPO, markdown_table, session
 
-from synth.schema import Coded, Schema
-from synth.workload import Workload
+from synth.data.schema import Coded, Schema
+from synth.data.workload import Workload
 
 SECTION = "bench_scan"
 SIZES = (2, 3, 5, 8, 10, 16, 20, 50)
@@ -96,18 +96,18 @@ STEP = textwrap.dedent("""
     import json, resource, sys, time
     SAMPLE_ROWS = %d
     folder, step = sys.argv[1], sys.argv[2]
-    from synth.schema import Schema
-    from synth.workload import Workload
+    from synth.data.schema import Schema
+    from synth.data.workload import Workload
     schema = Schema.load(folder + "/schema.json")
     subsets = Workload.load(folder + "/w2.json", schema).subsets
     names = list(schema.names)
     start = time.perf_counter()
     if step.startswith("scan csv"):
-        from synth import data
+        from synth.data import reading as data
         data.PLAIN_CSV = step == "scan csv"  # "scan csv, pandas parser": every line through pandas
         rows = data.scan(folder + "/data.csv", schema, subsets).n_rows
     elif step == "scan parquet":
-        from synth.data import scan
+        from synth.data.reading import scan
         rows = scan(folder + "/parquet", schema, subsets).n_rows
     elif step == "pandas.read_csv":
         import pandas as pd
@@ -117,14 +117,14 @@ STEP = textwrap.dedent("""
         rows = len(pd.read_parquet(folder + "/parquet", columns=names))
     elif step.startswith("dask"):
         from distributed import Client, LocalCluster
-        from synth.dask_scan import scan_dask
+        from synth.data.dask_scan import scan_dask
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=50) as cluster, \\
                 Client(cluster) as client:
             start = time.perf_counter()  # the cluster's start-up is not the scan's
             source = folder + ("/data.csv" if step.endswith("csv") else "/parquet")
             rows = scan_dask(source, schema, subsets, client=client).n_rows
     else:  # synth generate on an input, in this process
-        from cli.main import main
+        from synth_cli.main import main
         data = {"generate csv": "/data.csv", "generate parquet": "/parquet", "generate dask": "/data.csv"}[step]
         extra = ["--scheduler", "local"] if step == "generate dask" else []
         output = folder + "/synthetic-" + step.split()[-1] + ".csv"

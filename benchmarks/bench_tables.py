@@ -2,14 +2,14 @@
 
 Four figures, each measured against its baselines in the same run:
 
-1. histogram build rate (rows/s): ``synth.tables.histogram`` vs
+1. histogram build rate (rows/s): ``synth.data.tables.histogram`` vs
    ``np.bincount(np.ravel_multi_index(codes.T, shape), minlength=size)``;
-2. CSV reading (rows/s): ``synth.data.scan`` / ``synth.data.read`` end to end vs
+2. CSV reading (rows/s): ``synth.data.reading.scan`` / ``synth.data.reading.read`` end to end vs
    ``pandas.read_csv(path)`` alone, on the same (tiled) file;
-3. marginal rate (cells/s of the input table): ``synth.tables.marginal_from_dense`` vs
+3. marginal rate (cells/s of the input table): ``synth.data.tables.marginal_from_dense`` vs
    ``x.reshape(shape).sum(axis=other_axes)``;
 4. many marginals at once (MWEM's selection step: every 3-way marginal of the current
-   distribution): ``synth.tables.marginals_from_dense`` vs one ``marginal_from_dense`` per
+   distribution): ``synth.data.tables.marginals_from_dense`` vs one ``marginal_from_dense`` per
    subset vs a NumPy reshape + sum loop, on adult's 7- and 8-column universes and a synthetic
    ~10^7-cell one.
 
@@ -61,9 +61,9 @@ from _harness import (  # benchmarks/ is on sys.path when run as a script
 )
 
 from synth import _kernels
-from synth.data import read, scan
-from synth.schema import Coded, Schema
-from synth.tables import _marginals_from_dense, histogram, marginal_from_dense, marginals_from_dense
+from synth.data.reading import read, scan
+from synth.data.schema import Coded, Schema
+from synth.data.tables import _marginals_from_dense, histogram, marginal_from_dense, marginals_from_dense
 
 #: The 7-column universe (120,960 cells).
 SMALL_COLUMNS = ("workclass", "education-num", "marital-status", "relationship", "race", "sex", "income>50K")
@@ -171,7 +171,7 @@ def bench_first_calls(schema: Schema, codes: np.ndarray, seed: int) -> list[Firs
 
 def _many_plan(schema: Schema, subsets: Sequence[Sequence[str]]):
     """The cached plan ``marginals_from_dense`` runs for ``subsets`` (for the cold-compile args)."""
-    from synth.tables import _marginals_plan
+    from synth.data.tables import _marginals_plan
 
     requests = tuple(sorted({tuple(sorted(schema.index(c) for c in s)) for s in subsets}))
     return _marginals_plan(tuple(schema.shape), requests)
@@ -499,7 +499,7 @@ def render(
             "",
             f"## 1. Histogram from in-memory codes (adult tiled {settings.hist_tiles}x)",
             "",
-            "synth: `synth.tables.histogram(codes, schema)`; NumPy: "
+            "synth: `synth.data.tables.histogram(codes, schema)`; NumPy: "
             "`np.bincount(np.ravel_multi_index(codes.T, shape), minlength=size)`; uint8 codes. "
             "Results checked identical.",
             "",
@@ -507,7 +507,7 @@ def render(
             "",
             f"## 2. Reading a CSV (adult tiled {settings.csv_tiles}x)",
             "",
-            "synth: `synth.data.scan` / `synth.data.read` end to end (parse, encode, count); "
+            "synth: `synth.data.reading.scan` / `synth.data.reading.read` end to end (parse, encode, count); "
             "pandas: `pandas.read_csv(path)` alone, same file, timed after each synth call (one shared "
             "baseline from all those samples). Results checked against the in-memory codes. "
             "This section runs before sections 1 and 3: after their large arrays are freed, the "
@@ -518,7 +518,7 @@ def render(
             "",
             "## 3. Marginals from a dense float64 distribution over U",
             "",
-            "synth: `synth.tables.marginal_from_dense(x, schema, columns)`; NumPy: "
+            "synth: `synth.data.tables.marginal_from_dense(x, schema, columns)`; NumPy: "
             "`x.reshape(shape).sum(axis=other_axes)` (then a transpose view for the requested order). "
             "Rate is cells of the input table per second. Results checked with `np.allclose`.",
             "",
@@ -527,7 +527,7 @@ def render(
             "## 4. Many marginals at once (MWEM's selection step)",
             "",
             "Every marginal of a random float64 distribution on a set of column subsets, in one call: "
-            "`synth.tables.marginals_from_dense(x, schema, subsets)` (one walk of U onto a few "
+            "`synth.data.tables.marginals_from_dense(x, schema, subsets)` (one walk of U onto a few "
             "intermediate marginals, the requested ones summed from those: a tree of passes, planned "
             "once per shape and subset set and cached; a pass onto one table, as for a single subset, "
             "runs `marginal_from_dense`'s kernel), against one `marginal_from_dense(x, schema, s)` "

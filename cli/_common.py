@@ -68,7 +68,7 @@ def one_line(message: str) -> str:
 
 
 class CheckedFloat(click.ParamType):
-    """A float option checked by one of ``synth.validation``'s checks (its message on failure)."""
+    """A float option checked by one of ``synth.privacy.validation``'s checks (its message on failure)."""
 
     name = "float"
 
@@ -77,7 +77,7 @@ class CheckedFloat(click.ParamType):
         self.label = label
 
     def convert(self, value, param, ctx):
-        from synth import validation
+        from synth.privacy import validation
 
         try:
             number = float(value)
@@ -122,7 +122,7 @@ schema_option = click.option(
 
 def _announce_seed(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
     if value is not None:
-        from synth.rng import SEEDED_RUN_WARNING
+        from synth.privacy.rng import SEEDED_RUN_WARNING
 
         warn(f"--seed {value}: {SEEDED_RUN_WARNING}")
     return value
@@ -263,7 +263,7 @@ def write_output(output: str, write) -> None:
 def load_schema(schema_file: str, columns: str | None):
     """The schema file and its selection by ``--columns`` (errors say which one is wrong)."""
     from synth.errors import SchemaError
-    from synth.schema import Schema
+    from synth.data.schema import Schema
 
     full = Schema.load(schema_file)
     try:
@@ -301,11 +301,11 @@ def scan_data(data, schema, subsets, *, columns, bad_rows, scheduler, quiet, pri
     """The planned scan of DATA, in process or on Dask (``--scheduler``), with progress
     (``private``: n is not public, so the progress shows no row count)."""
     if scheduler is None:
-        from synth.data import scan
+        from synth.data.reading import scan
 
         with progress(f"reading {data}", quiet, "rows", private=private) as update:
             return scan(data, schema, subsets, columns=columns, progress=update, bad_rows=bad_rows)
-    from synth.dask_scan import close, connect, scan_dask
+    from synth.data.dask_scan import close, connect, scan_dask
 
     client = connect(scheduler)
     try:
@@ -361,7 +361,7 @@ def storage_options(representation: str, max_model_cells: int | None) -> dict:
     refusing a cap on a dense distribution."""
     if max_model_cells is not None and representation == "dense":
         raise click.UsageError("--max-model-cells applies to a factored model, not --representation dense")
-    from synth.factored import DEFAULT_MAX_MODEL_CELLS
+    from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
 
     return {"representation": representation, "max_model_cells": max_model_cells or DEFAULT_MAX_MODEL_CELLS}
 

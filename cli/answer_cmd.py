@@ -133,7 +133,7 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
         raise click.UsageError("Missing option '--schema' (only --model runs without a schema)")
     if data is None and not plan_only:
         raise click.UsageError("DATA is required (only --plan and --model run without reading the data)")
-    from synth.workload import Workload
+    from synth.data.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
     queries = Workload.load(workload_file, selected) if workload_file is not None else None
@@ -156,8 +156,8 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
 
 
 def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
-    from synth.model import Model
-    from synth.workload import Workload
+    from synth.models.model import Model
+    from synth.data.workload import Workload
 
     if data is not None:
         raise click.UsageError("--model answers without the data: drop DATA")
@@ -184,7 +184,7 @@ def _answer_from_model(data, schema_file, model_file, workload_file, columns, ou
 
 
 def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> None:
-    from synth.exact import exact_answers
+    from synth.data.exact import exact_answers
 
     with progress(f"reading {data}", quiet, "rows") as update:
         result = exact_answers(data, full, queries, columns=columns, progress=update, bad_rows=bad_rows)
@@ -209,15 +209,15 @@ def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> No
 def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
                      alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
                      schema_file, variant="practical", test_kind="auto", storage=None) -> None:
-    from synth.pmw_plan import plan_pmw
-    from synth.row_count import DEFAULT_COUNT_SHARE
+    from synth.engines.pmw_plan import plan_pmw
+    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
 
     public_rows = rows if rows is not None else selected.rows
     if plan_only:
         if public_rows is None:
             raise click.UsageError("--plan needs a public row count: pass --rows N or put rows in the schema")
         if variant == "practical":
-            from synth.pmw_practical import plan_practical
+            from synth.engines.pmw_practical import plan_practical
 
             plan = plan_practical(epsilon, delta, public_rows, selected.universe_size,
                                   updates or len(queries.subsets), beta=beta, alpha=alpha, test=test_kind)
@@ -226,8 +226,8 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
                             updates=updates, alpha=alpha)
         click.echo(plan.describe())
         return
-    from synth.data import read
-    from synth.pmw import HALTED, run_pmw
+    from synth.data.reading import read
+    from synth.engines.pmw import HALTED, run_pmw
 
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
@@ -315,9 +315,9 @@ def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta
                    limit, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant, test_kind,
                    storage=None) -> None:
     from synth._io import output_group
-    from synth.data import read
-    from synth.pmw import HALTED, open_pmw
-    from synth.row_count import DEFAULT_COUNT_SHARE
+    from synth.data.reading import read
+    from synth.engines.pmw import HALTED, open_pmw
+    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
 
     public_rows = rows if rows is not None else selected.rows
     warn_if_inferred(selected, schema_file)
@@ -379,8 +379,8 @@ class _Tally:
 def _serve(pmw, schema, accountant, limit) -> _Tally:
     """Answer stdin's lines on stdout until end of input, Ctrl-C, ``limit`` answers or an
     exhausted budget; every line written is flushed at once."""
-    from synth.accounting import BudgetExceeded
-    from synth.pmw import HALTED
+    from synth.privacy.accounting import BudgetExceeded
+    from synth.engines.pmw import HALTED
 
     source = click.get_binary_stream("stdin")
     sink = click.get_text_stream("stdout")
@@ -489,9 +489,9 @@ _BOM = "\ufeff".encode("utf-8")
 def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int) -> dict:
     """One input line's output object: the answer, or ``{"query_id", "error"}``."""
     from synth._io import DuplicateKey, no_duplicate_keys
-    from synth.accounting import BudgetExceeded
+    from synth.privacy.accounting import BudgetExceeded
     from synth.errors import SynthError
-    from synth.workload import parse_query
+    from synth.data.workload import parse_query
 
     def error(message: str, query_id=position) -> dict:
         return {"query_id": query_id, "error": one_line(f"line {number}: {message}")}

@@ -37,7 +37,7 @@ def demo(output, epsilon, seed, quiet) -> None:
       synth demo
       synth demo -o /tmp/demo --seed 1
     """
-    from synth.bundled import bundled
+    from synth.data.bundled import bundled
 
     folder = Path(output)
     _check_folder(folder)
@@ -45,15 +45,15 @@ def demo(output, epsilon, seed, quiet) -> None:
     started = time.perf_counter()
     import numpy as np
 
-    from synth.data import read
-    from synth.evaluate import add_model_record, evaluate, read_synthetic
-    from synth.mwem import mwem
-    from synth.pmw import run_pmw
-    from synth.report import write_report
-    from synth.sample import write_synthetic
-    from synth.schema import Schema
-    from synth.tables import marginal
-    from synth.workload import Workload
+    from synth.data.reading import read
+    from synth.report.evaluate import add_model_record, evaluate, read_synthetic
+    from synth.engines.mwem import mwem
+    from synth.engines.pmw import run_pmw
+    from synth.report.html import write_report
+    from synth.models.synthetic import write_synthetic
+    from synth.data.schema import Schema
+    from synth.data.tables import marginal
+    from synth.data.workload import Workload
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MARKER).write_text("Written by `synth demo`; the folder is replaced by the next demo run.\n")
@@ -89,7 +89,7 @@ def demo(output, epsilon, seed, quiet) -> None:
         monitor_log = None
         if monitor is not None:
             from synth._io import atomic_write
-            from synth.report import read_monitor
+            from synth.report.html import read_monitor
 
             with atomic_write(folder / "pmw-monitor.csv", encoding="utf-8", newline="") as handle:
                 monitor.write_csv(handle)

@@ -84,10 +84,10 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
 
 def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
               quiet, output, bad_rows) -> None:
-    from synth.data import scan
-    from synth.evaluate import add_model_record, evaluate, read_answers, read_synthetic, released_from_model
-    from synth.report import check_report_folder, read_monitor, write_report
-    from synth.workload import Workload
+    from synth.data.reading import scan
+    from synth.report.evaluate import add_model_record, evaluate, read_answers, read_synthetic, released_from_model
+    from synth.report.html import check_report_folder, read_monitor, write_report
+    from synth.data.workload import Workload
 
     check_report_folder(output)  # before any work
     full, selected = load_schema(schema_file, columns)
@@ -98,7 +98,7 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
              f"{len(queries):,} queries: is it from a run on another workload?")
     model = None
     if model_file:
-        from synth.model import Model
+        from synth.models.model import Model
 
         model = Model.load(model_file)
     if synthetic_file:

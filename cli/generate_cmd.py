@@ -161,10 +161,10 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
-    from synth.sample import check_output_format
+    from synth.models.synthetic import check_output_format
 
     check_output_format(output)  # before any work
-    from synth.workload import Workload
+    from synth.data.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
     queries = Workload.load(workload_file, selected)
@@ -193,8 +193,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     import numpy as np
 
     from synth._io import output_group
-    from synth.row_count import ledger_count_noise_sd
-    from synth.sample import write_synthetic
+    from synth.privacy.row_count import ledger_count_noise_sd
+    from synth.models.synthetic import write_synthetic
 
     check_noisy_count(model.rows, ledger_count_noise_sd(accountant.ledger()), sample_rows)
     count = round(model.rows) if sample_rows is None else sample_rows
@@ -234,7 +234,7 @@ def check_noisy_count(rows: float, noise_sd: float | None, sample_rows: int | No
     n is far below the noise, the count is the noise, and 10% of it is 10 standard deviations,
     which it all but never passes). Reads only the released count and public parameters
     (post-processing), never the true n."""
-    from synth.row_count import NOISY_COUNT_FRACTION
+    from synth.privacy.row_count import NOISY_COUNT_FRACTION
 
     if noise_sd is None or not noise_sd > NOISY_COUNT_FRACTION * rows:
         return
@@ -250,7 +250,7 @@ def check_noisy_count(rows: float, noise_sd: float | None, sample_rows: int | No
 def check_table_size(schema, rows: int, source: str, option: str = "--sample-rows") -> None:
     """Refuse a synthetic table of more than ``LARGE_TABLE_BYTES`` whose size nobody asked for:
     a mistyped n would otherwise start writing gigabytes. Reads no data."""
-    from synth.sample import estimated_row_bytes
+    from synth.models.synthetic import estimated_row_bytes
 
     size = estimated_row_bytes(schema) * rows
     if size > LARGE_TABLE_BYTES:
@@ -285,7 +285,7 @@ def _check_prior_epsilon(mechanism, net, prior, prior_share, prior_model, epsilo
     """Refuse, before the data is read, a prior engine's share of epsilon too small to run it."""
     if mechanism != "blr" or net != "sampled" or prior_model is not None or prior == "uniform":
         return
-    from synth.blr_prior import DEFAULT_PRIOR_SHARE, prior_epsilon
+    from synth.engines.blr_prior import DEFAULT_PRIOR_SHARE, prior_epsilon
 
     prior_epsilon(epsilon, DEFAULT_PRIOR_SHARE if prior_share is None else prior_share, share,
                   public_rows is not None, prior or "mwem")
@@ -343,16 +343,16 @@ ESTIMATE_AFTER_SECONDS = 10.0
 
 def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
               updates, alpha, variant="practical", representation="auto", noise="auto"):
-    """The engine's time estimate from the run's size (``synth.estimate``); None for BLR, whose
+    """The engine's time estimate from the run's size (``synth.engines.estimate``); None for BLR, whose
     progress bar already counts candidates, for a PMW plan that needs the noisy n, and for a
     factored model, whose cost follows the cliques the run grows (its progress bar shows it)."""
-    from synth.distribution import choose_representation
-    from synth.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate
+    from synth.models.distribution import choose_representation
+    from synth.engines.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate
 
     if mechanism in ("mwem", "pmw") and choose_representation(schema, representation) == "factored":
         return None
     if mechanism == "mwem":
-        from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds, plan_noise
+        from synth.engines.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds, plan_noise
 
         candidates = len(queries.subsets) if measure == "marginal" else len(queries)
         zcdp = plan_noise(queries, schema, epsilon, delta, noise=noise, rounds=rounds, measure=measure,
@@ -364,7 +364,7 @@ def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rou
     if mechanism == "pmw" and variant == "practical":
         return practical_pmw_estimate(schema.universe_size, updates or len(queries.subsets))
     if mechanism == "pmw" and public_rows is not None:
-        from synth.pmw_plan import plan_pmw
+        from synth.engines.pmw_plan import plan_pmw
 
         try:
             plan = plan_pmw(epsilon, delta, public_rows, schema.universe_size, len(queries) * (passes or 1), beta,
@@ -376,7 +376,7 @@ def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rou
 
 
 def _count_share(count_epsilon, epsilon) -> float:
-    from synth.row_count import DEFAULT_COUNT_SHARE
+    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
 
     if count_epsilon is None:
         return DEFAULT_COUNT_SHARE
@@ -387,7 +387,7 @@ def _count_share(count_epsilon, epsilon) -> float:
 
 
 def _fit_mwem(counts, schema, queries, epsilon, options, share, update):
-    from synth.mwem import DEFAULT_PASSES, mwem
+    from synth.engines.mwem import DEFAULT_PASSES, mwem
 
     result = mwem(counts, schema, queries, epsilon, delta=options["delta"], noise=options["noise"],
                   selection=options["selection"],
@@ -421,7 +421,7 @@ def describe_representation(representation: str, model_cells: int, universe: int
 def _fit_blr(counts, schema, queries, epsilon, options, share, update):
     if options["net"] == "sampled" and options["prior"] != "uniform":
         return _fit_blr_prior(counts, schema, queries, epsilon, options, share, update)
-    from synth.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
+    from synth.engines.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
 
     result = blr(counts, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
                  alpha=options["alpha"], candidates=options["candidates"] or DEFAULT_CANDIDATES,
@@ -439,11 +439,11 @@ def _fit_blr(counts, schema, queries, epsilon, options, share, update):
 
 def _fit_blr_prior(counts, schema, queries, epsilon, options, share, update):
     """BLR over a released model's net: MWEM's or PMW's, run here, or a model file's."""
-    from synth.blr_prior import blr_prior
+    from synth.engines.blr_prior import blr_prior
 
     prior, source = options["prior"] or "mwem", options["prior_model"]
     if source is not None:
-        from synth.model import Model
+        from synth.models.model import Model
 
         prior = Model.load(source)
     result = blr_prior(counts, schema, queries, epsilon, prior=prior, prior_share=options["prior_share"],
@@ -491,7 +491,7 @@ def _blr_bounds(p, exact_run: bool) -> list[str]:
 
 
 def _fit_pmw(counts, schema, queries, epsilon, options, share, update):
-    from synth.pmw import run_pmw
+    from synth.engines.pmw import run_pmw
 
     run = run_pmw(counts, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
                   rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],

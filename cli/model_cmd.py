@@ -33,7 +33,7 @@ def show(model_file: str, as_json: bool) -> None:
       synth model show model.npz
       synth model show model.npz --json
     """
-    from synth.model import model_summary
+    from synth.models.model import model_summary
 
     summary = model_summary(model_file)
     if as_json:

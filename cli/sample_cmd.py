@@ -35,8 +35,8 @@ def sample(model_file, rows, rounding, numeric, seed, quiet, force, output) -> N
       synth sample --model mwem.npz --rows 10 -o -
     """
     check_outputs({"--model": model_file}, {"-o": output}, force)
-    from synth.model import Model
-    from synth.sample import check_output_format, write_synthetic
+    from synth.models.model import Model
+    from synth.models.synthetic import check_output_format, write_synthetic
 
     from .generate_cmd import check_table_size
 

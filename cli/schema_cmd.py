@@ -41,7 +41,7 @@ def infer(data: str, output: str, max_categories: int, bins: int, columns: str |
       synth schema infer people.csv -o schema.json
     """
     check_outputs({"DATA": data}, {"-o": output}, force)
-    from synth.infer import infer_schema
+    from synth.data.infer import infer_schema
 
     result = infer_schema(data, max_categories=max_categories, bins=bins, columns=columns)
     write_output(output, lambda handle: handle.write(result.to_json_text()))

@@ -47,7 +47,7 @@ def marginals(schema_file: str, way: int, columns: str | None, as_cells: bool, m
       synth workload marginals --schema adult-domain.json --way 2 --cells -o w2-cells.json
     """
     check_outputs({"--schema": schema_file}, {"-o": output}, force)
-    from synth.workload import Workload
+    from synth.data.workload import Workload
 
     _, loaded = load_schema(schema_file, columns)
     built = Workload.marginals(loaded, way, max_queries=max_queries if as_cells else None)

@@ -119,7 +119,7 @@ _TOP_CODE = 250_000
 
 
 def schema_dict() -> dict:
-    """The public schema, in synth's JSON format (``synth.schema.Schema.from_dict``)."""
+    """The public schema, in synth's JSON format (``synth.data.schema.Schema.from_dict``)."""
     return {
         "version": 1,
         "description": DESCRIPTION,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import SynthError
+from synth.errors import SynthError
 
 __all__ = ["OutputGroup", "atomic_write", "is_stream", "output_group", "read_json", "writable_target"]
 

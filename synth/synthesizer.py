@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, PrivacyWarning, SynthError
-from .model import Model
-from .rng import is_seeded
-from .schema import INFERRED_DESCRIPTION, Schema
-from .validation import check_budget_epsilon, check_delta, check_positive_int
-from .workload import Workload
+from synth.errors import DataError, PrivacyWarning, SynthError
+from synth.models.model import Model
+from synth.privacy.rng import is_seeded
+from synth.data.schema import INFERRED_DESCRIPTION, Schema
+from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
+from synth.data.workload import Workload
 
 __all__ = ["Synthesizer", "MECHANISMS"]
 
@@ -43,11 +43,11 @@ _OWN_ARGUMENTS = {"data", "codes", "schema", "workload", "epsilon", "delta", "ro
 def engine_options(mechanism: str) -> tuple[str, ...]:
     """The keyword options ``mechanism``'s engine takes (``rounds`` for MWEM, ``net`` for BLR...)."""
     if mechanism == "mwem":
-        from .mwem import mwem as engine
+        from synth.engines.mwem import mwem as engine
     elif mechanism == "blr":
-        from .blr import blr as engine
+        from synth.engines.blr import blr as engine
     else:
-        from .pmw import run_pmw as engine
+        from synth.engines.pmw import run_pmw as engine
     return tuple(name for name in inspect.signature(engine).parameters if name not in _OWN_ARGUMENTS)
 
 
@@ -107,12 +107,12 @@ class Synthesizer:
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
         queries = _workload(workload, selected)
-        from .dask_scan import is_dask_frame
-        from .data import check_bad_rows, scan
+        from synth.data.dask_scan import is_dask_frame
+        from synth.data.reading import check_bad_rows, scan
 
         check_bad_rows(bad_rows)
         if is_dask_frame(data):  # counted on the cluster (the current dask.distributed client, if any)
-            from .dask_scan import scan_dask
+            from synth.data.dask_scan import scan_dask
 
             counts = scan_dask(data, full, queries.subsets, columns=columns, bad_rows=bad_rows)
         else:
@@ -121,19 +121,19 @@ class Synthesizer:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         seeded = is_seeded(self._rng)
         if self.mechanism == "mwem":
-            from .mwem import mwem
+            from synth.engines.mwem import mwem
 
             result = mwem(counts, selected, queries, self.epsilon, delta=self.delta, rows=self.rows,
                           rng=self._rng, **self.options)
             self.model = result.to_model(selected, seeded=seeded)
         elif self.mechanism == "blr":
-            from .blr import blr
+            from synth.engines.blr import blr
 
             result = blr(counts, selected, queries, self.epsilon, rows=self.rows, rng=self._rng,
                          **self.options)
             self.model = result.to_model(seeded=seeded)
         else:
-            from .pmw import run_pmw
+            from synth.engines.pmw import run_pmw
 
             run = run_pmw(counts, selected, queries, self.epsilon, self.delta, rows=self.rows,
                           rng=self._rng, **self.options)
@@ -150,7 +150,7 @@ class Synthesizer:
     def sample(self, n_rows: int | None = None, *, method: str = "round", numeric: str = "uniform",
                rng: np.random.Generator | int | None = None) -> pd.DataFrame:
         """Synthetic rows (default: n, the public or noisy row count) as a DataFrame."""
-        from .sample import sample_model
+        from synth.models.synthetic import sample_model
 
         return sample_model(self._released(), n_rows, method=method, numeric=numeric, rng=rng)
 
@@ -197,7 +197,7 @@ def _workload(workload, schema: Schema) -> Workload:
 
 
 def _data_source(data: object) -> pd.DataFrame | Path:
-    """A DataFrame as is; a path (CSV, Parquet file or folder: ``synth.data.iter_encoded``) as a Path."""
+    """A DataFrame as is; a path (CSV, Parquet file or folder: ``synth.data.reading.iter_encoded``) as a Path."""
     if isinstance(data, pd.DataFrame):
         return data
     if not isinstance(data, (str, os.PathLike)):

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.data.schema import Categorical, Coded, Numeric, Schema
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "datasets"

@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from synth.accounting import Accountant, Budget, BudgetExceeded, Charge, compose, split_epsilon
-from synth.composition import advanced_epsilon, zcdp_epsilon
+from synth.privacy.accounting import Accountant, Budget, BudgetExceeded, Charge, compose, split_epsilon
+from synth.privacy.composition import advanced_epsilon, zcdp_epsilon
 
 
 def test_budget_is_immutable_and_validated():
@@ -156,7 +156,7 @@ def test_fast_checks_agree_with_full_composition(delta):
 
 @pytest.mark.parametrize("epsilon, used", [(1.0, 0.05), (0.3, 0.1), (1.0, 1 / 3), (0.7, 0.035)])
 def test_subtract_never_lets_the_parts_exceed_the_whole(epsilon, used):
-    from synth.accounting import subtract_epsilon
+    from synth.privacy.accounting import subtract_epsilon
 
     rest = subtract_epsilon(epsilon, used)
     assert Fraction(rest) + Fraction(used) <= Fraction(epsilon)

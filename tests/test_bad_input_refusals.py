@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synth.blr_prior import blr_prior, prior_epsilon
+from synth.engines.blr_prior import blr_prior, prior_epsilon
 from synth.errors import SynthError, WorkloadError
-from synth.factored import FactoredModel
-from synth.model import MAX_LOG_POTENTIAL, Model, ModelError, _checksum_tables
-from synth.mwem import mwem
-from synth.schema import Coded, Schema
-from synth.validation import MIN_BUDGET_EPSILON
-from synth.workload import MAX_MARGINALS, Workload
+from synth.models.factored import FactoredModel
+from synth.models.model import MAX_LOG_POTENTIAL, Model, ModelError, _checksum_tables
+from synth.engines.mwem import mwem
+from synth.data.schema import Coded, Schema
+from synth.privacy.validation import MIN_BUDGET_EPSILON
+from synth.data.workload import MAX_MARGINALS, Workload
 
 from .test_blr_prior import SCHEMA as PRIOR_SCHEMA
 from .test_blr_prior import WORKLOAD as PRIOR_WORKLOAD

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth import data
+from synth_cli.main import main
+from synth.data import reading as data
 from synth.errors import DataError
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.data.schema import Categorical, Coded, Numeric, Schema
 
 SCHEMA = Schema((Categorical("sex", ("female", "male")), Numeric("age", (0, 18, 30, 50, 100)), Coded("race", 3)))
 CLEAN = ["female,25,0", "male,40,1", "female,70,2", "male,10,0"]

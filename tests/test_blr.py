@@ -1,4 +1,4 @@
-"""Tests of the BLR net mechanism (``synth.blr``) and its exact-net kernels (``synth._kernels.net``).
+"""Tests of the BLR net mechanism (``synth.engines.blr``) and its exact-net kernels (``synth._kernels.net``).
 
 * The kernels against brute force (``tests/reference.py``): ``score_exact_net`` scores every
   m-multiset in ``itertools.combinations_with_replacement`` order, ``_QueryCounts`` counts
@@ -31,9 +31,9 @@ import pytest
 from scipy import stats
 
 import synth._kernels.net as net_kernels
-import synth.blr
+import synth.engines.blr
 from synth._kernels.net import sample_exact_net, score_exact_net
-from synth.blr import (
+from synth.engines.blr import (
     DEFAULT_MAX_NET,
     NetTooLarge,
     _exact_bound,
@@ -44,10 +44,10 @@ from synth.blr import (
     net_alpha,
     net_size_for_alpha,
 )
-from synth.rng import kernel_state
-from synth.schema import Schema
-from synth.tables import marginal, marginal_from_dense
-from synth.workload import Workload
+from synth.privacy.rng import kernel_state
+from synth.data.schema import Schema
+from synth.data.tables import marginal, marginal_from_dense
+from synth.data.workload import Workload
 
 from .reference import (
     exponential_probabilities,
@@ -327,7 +327,7 @@ def scaled_kernel(monkeypatch, factor: float) -> None:
     def broken(indicator, true_scaled, n_rows, scale, *rest):
         return net_kernels.sample_exact_net(indicator, true_scaled, n_rows, factor * scale, *rest)
 
-    monkeypatch.setattr(synth.blr, "sample_exact_net", broken)
+    monkeypatch.setattr(synth.engines.blr, "sample_exact_net", broken)
 
 
 def doubled_scale_kernel(monkeypatch) -> None:
@@ -363,7 +363,7 @@ def test_blr_exact_reports_progress_and_resumes_between_kernel_calls(monkeypatch
     """With 3 candidates per kernel call, ``blr`` picks the same database for the same seed,
     and ``progress`` sees the candidates visited so far, ending at (|N|, 1.0)."""
     reference = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, GOF_EPS, net_size=GOF_M, rows=GOF_ROWS, rng=6)
-    monkeypatch.setattr(synth.blr, "_STEPS_PER_CALL", 3)
+    monkeypatch.setattr(synth.engines.blr, "_STEPS_PER_CALL", 3)
     calls = []
     chunked = blr(
         GOF_CODES,
@@ -494,7 +494,7 @@ def test_net_size_is_chosen_from_public_quantities_only():
             for codes in (first, second)
         }
         if net == "sampled":
-            assert sizes == {synth.blr.sampled_net_size(len(workload), 40, 0.05)}
+            assert sizes == {synth.engines.blr.sampled_net_size(len(workload), 40, 0.05)}
             continue
         expected = choose_net_size(6, len(workload), 2.0, 40, 0.05, max_net)
         assert sizes == {expected}
@@ -534,7 +534,7 @@ def peeking_sample_net(codes: np.ndarray, schema: Schema):
     """Broken ``_sample_net``: the candidates are drawn from the public prior (uniform when
     none) plus the data's histogram, so the range depends on the data. The selection is the
     library's."""
-    real = synth.blr._sample_net
+    real = synth.engines.blr._sample_net
     histogram = marginal(codes, schema, None).reshape(-1).astype(np.float64)
 
     def broken(query_counts, true_counts, n_rows, m, k, epsilon, prior, *rest):
@@ -575,7 +575,7 @@ def test_candidate_spy_sees_a_peeking_candidate_draw(monkeypatch):
     codes = two_datasets(60)
     first, second = [], []
     for target, codes_now in zip((first, second), codes):
-        monkeypatch.setattr(synth.blr, "_sample_net", peeking_sample_net(codes_now, S_SCHEMA))
+        monkeypatch.setattr(synth.engines.blr, "_sample_net", peeking_sample_net(codes_now, S_SCHEMA))
         target.extend(sampled_candidates(monkeypatch, [codes_now], 60, 9, candidates=500, net_size=8))
     assert first[0].shape == second[0].shape == (500, 8)
     assert not np.array_equal(first[0], second[0])
@@ -586,7 +586,7 @@ def test_sampled_choice_is_a_candidate_and_seeded_runs_repeat(monkeypatch, chunk
     """The release is one of the candidates scored (also when they come in chunks of 7), the
     same seed repeats the candidates and the choice, and unseeded runs draw others."""
     if chunk_rows is not None:
-        monkeypatch.setattr(synth.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
+        monkeypatch.setattr(synth.engines.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
     codes = two_datasets(50)[0]
     spy = CandidateSpy(monkeypatch)
     runs = {}
@@ -666,7 +666,7 @@ def test_sampled_choice_follows_the_exponential_mechanism_over_the_candidates(mo
     y). Summed over 1,500 runs these give the expected counts of a chi-square test
     (conservative: the runs' laws differ); a selection with eps instead of eps / 2 fails it."""
     if chunk_rows is not None:
-        monkeypatch.setattr(synth.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
+        monkeypatch.setattr(synth.engines.blr._QueryCounts, "batch", lambda self, m, rows=chunk_rows: max(1, rows // m))
     schema = Schema.from_dict({"a": 3})
     workload = Workload.marginals(schema, 1)
     codes = np.array([[0], [0], [0], [1], [2]], dtype=np.int64)
@@ -748,7 +748,7 @@ def test_large_epsilon_finds_a_database_near_the_best_in_the_net(seed):
 
 
 def test_model_round_trip(tmp_path):
-    from synth.model import Model
+    from synth.models.model import Model
 
     result = blr(GOF_CODES, GOF_SCHEMA, GOF_WORKLOAD, 1.0, net_size=3, rows=7, rng=3)
     assert result.cells.shape == (3,) and (np.diff(result.cells) >= 0).all()
@@ -847,12 +847,12 @@ def test_sampled_net_default_m_is_the_smallest_accurate_enough():
     m is the smallest whose samples are within 0.1 of n of the prior on every query (637, not
     the exact-net rule's m = 1), and never more than n."""
     queries = len(Workload.marginals(Schema.from_dict(ADULT7_SHAPE), 3))
-    m = synth.blr.sampled_net_size(queries, 48_842)
+    m = synth.engines.blr.sampled_net_size(queries, 48_842)
     assert m > 1 and sampling_alpha(m, queries) <= 0.1 < sampling_alpha(m - 1, queries)
-    assert synth.blr.sampled_net_size(queries, 48_842, alpha=0.2) < m  # a looser target needs fewer rows
-    assert synth.blr.sampled_net_size(queries, 300) == 300  # capped at n
+    assert synth.engines.blr.sampled_net_size(queries, 48_842, alpha=0.2) < m  # a looser target needs fewer rows
+    assert synth.engines.blr.sampled_net_size(queries, 300) == 300  # capped at n
     with pytest.raises(ValueError, match="alpha"):
-        synth.blr.sampled_net_size(queries, 300, alpha=0.0)
+        synth.engines.blr.sampled_net_size(queries, 300, alpha=0.0)
 
 
 def test_blr_sampled_net_uses_the_default_m_and_states_its_sampling_error():
@@ -862,7 +862,7 @@ def test_blr_sampled_net_uses_the_default_m_and_states_its_sampling_error():
     result = blr(codes, schema, workload, 1.0, net="sampled", candidates=40, rows=2_000, rng=0)
     p = result.parameters
     m = p["net_size"]
-    assert m == synth.blr.sampled_net_size(len(workload), 2_000) > 1 and result.cells.size == m
+    assert m == synth.engines.blr.sampled_net_size(len(workload), 2_000) > 1 and result.cells.size == m
     assert p["sampling_alpha"] == pytest.approx(sampling_alpha(m, len(workload)))
     assert p["sampling_alpha"] <= 0.1
     assert result.warnings == [] == p["warnings"]
@@ -910,7 +910,7 @@ def test_query_counts_without_the_cell_lookup_match(monkeypatch, seed):
     workload = random_workload(rng, schema)
     cells = rng.integers(0, schema.universe_size, size=(9, 5), dtype=np.int64)
     with_lookup = _QueryCounts(schema, workload).counts(cells)
-    monkeypatch.setattr(synth.blr, "_MAX_LOOKUP", 0)
+    monkeypatch.setattr(synth.engines.blr, "_MAX_LOOKUP", 0)
     counter = _QueryCounts(schema, workload)
     np.testing.assert_array_equal(counter.counts(cells), with_lookup)
     assert counter._lookups is None

@@ -1,4 +1,4 @@
-"""Tests of BLR over a released model's net (``synth.blr_prior``) and its CLI (``--prior``).
+"""Tests of BLR over a released model's net (``synth.engines.blr_prior``) and its CLI (``--prior``).
 
 * Accounting: the count, the engine's charges and the selection share one accountant; the
   total never passes epsilon (exactly, in rationals), whatever the prior, share or n; an engine
@@ -24,12 +24,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-import synth.blr
-import synth.blr_prior
-from cli.main import main
-from synth.accounting import Accountant, BudgetExceeded
-from synth.blr import _QueryCounts, blr, draw_candidates, uniform_net_outlook
-from synth.blr_prior import (
+import synth.engines.blr
+import synth.engines.blr_prior
+from synth_cli.main import main
+from synth.privacy.accounting import Accountant, BudgetExceeded
+from synth.engines.blr import _QueryCounts, blr, draw_candidates, uniform_net_outlook
+from synth.engines.blr_prior import (
     DEFAULT_PRIOR_SHARE,
     PriorMismatch,
     blr_prior,
@@ -37,11 +37,11 @@ from synth.blr_prior import (
     prior_candidates,
     prior_net_size,
 )
-from synth.model import Model
-from synth.mwem import mwem
-from synth.schema import Coded, Schema
-from synth.tables import marginal, marginal_from_dense
-from synth.workload import Workload
+from synth.models.model import Model
+from synth.engines.mwem import mwem
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal, marginal_from_dense
+from synth.data.workload import Workload
 
 SCHEMA = Schema((Coded("a", 2), Coded("b", 3), Coded("c", 4)))
 WORKLOAD = Workload.marginals(SCHEMA, 2)
@@ -125,7 +125,7 @@ def test_accounting_never_overspends(prior, epsilon, share, rows):
 def test_an_engine_that_overspends_is_refused(monkeypatch):
     """The engine's charges go through the run's accountant: an engine that spent more than
     the whole budget stops the run before anything is released."""
-    real = synth.blr_prior._run_engine
+    real = synth.engines.blr_prior._run_engine
 
     def greedy(engine, codes, schema, workload, epsilon, *rest):
         distribution, _, parameters, log = real(engine, codes, schema, workload, epsilon, *rest)
@@ -133,7 +133,7 @@ def test_an_engine_that_overspends_is_refused(monkeypatch):
         accountant.spend(1.5, mechanism="discrete_laplace", note="too much")
         return distribution, accountant, parameters, log
 
-    monkeypatch.setattr(synth.blr_prior, "_run_engine", greedy)
+    monkeypatch.setattr(synth.engines.blr_prior, "_run_engine", greedy)
     with pytest.raises(BudgetExceeded, match="prior mwem: too much"):
         blr_prior(correlated(200, 2), SCHEMA, WORKLOAD, 1.0, rows=200, candidates=10, rng=0)
 
@@ -171,14 +171,14 @@ def test_candidates_are_the_release_drawn_by_a_public_generator(monkeypatch):
     """The candidates scored are exactly ``draw_candidates(release, m, K, generator)``, the
     generator being split off the seed before the data is read: nothing else goes in."""
     releases = []
-    real = synth.blr_prior._run_engine
+    real = synth.engines.blr_prior._run_engine
 
     def recording(*args):
         out = real(*args)
         releases.append(out[0].copy())
         return out
 
-    monkeypatch.setattr(synth.blr_prior, "_run_engine", recording)
+    monkeypatch.setattr(synth.engines.blr_prior, "_run_engine", recording)
     spy = CandidateSpy(monkeypatch)
     result = blr_prior(correlated(300, 4), SCHEMA, WORKLOAD, 1.0, rows=300, candidates=500, net_size=40, rng=12)
     seen = spy.take()
@@ -189,13 +189,13 @@ def test_candidates_are_the_release_drawn_by_a_public_generator(monkeypatch):
 
 def fixed_release(monkeypatch, distribution: np.ndarray) -> None:
     """The engine runs (and spends) as usual but releases ``distribution``."""
-    real = synth.blr_prior._run_engine
+    real = synth.engines.blr_prior._run_engine
 
     def fixed(*args):
         _, accountant, parameters, log = real(*args)
         return distribution, accountant, parameters, log
 
-    monkeypatch.setattr(synth.blr_prior, "_run_engine", fixed)
+    monkeypatch.setattr(synth.engines.blr_prior, "_run_engine", fixed)
 
 
 @pytest.mark.parametrize("prior", ["mwem", "model"])
@@ -221,7 +221,7 @@ def test_the_spy_sees_a_candidate_draw_that_peeks(monkeypatch):
     """The same check has teeth: a draw that mixes the data's histogram into the release gives
     the two datasets different candidates."""
     release = released_model()
-    real = synth.blr._sample_net
+    real = synth.engines.blr._sample_net
     spy = CandidateSpy(monkeypatch)
     seen = []
     for codes in (correlated(300, 5), np.tile([[1, 2, 3]], (300, 1))):
@@ -230,7 +230,7 @@ def test_the_spy_sees_a_candidate_draw_that_peeks(monkeypatch):
         def peeking(query_counts, true_counts, n_rows, m, k, epsilon, prior, *rest, histogram=histogram, **kw):
             return real(query_counts, true_counts, n_rows, m, k, epsilon, prior + histogram / 300, *rest, **kw)
 
-        monkeypatch.setattr(synth.blr, "_sample_net", peeking)
+        monkeypatch.setattr(synth.engines.blr, "_sample_net", peeking)
         blr_prior(codes, SCHEMA, WORKLOAD, 1.0, prior=release, rows=300, candidates=200, net_size=50, rng=8)
         seen.append(spy.take())
     assert not np.array_equal(seen[0], seen[1])
@@ -320,7 +320,7 @@ def test_model_round_trip_records_the_prior(tmp_path):
 
 
 def test_a_large_chosen_database_is_not_listed_in_the_round_log(monkeypatch):
-    monkeypatch.setattr(synth.blr, "_LOGGED_CELLS", 100)
+    monkeypatch.setattr(synth.engines.blr, "_LOGGED_CELLS", 100)
     result = blr_prior(correlated(300, 8), SCHEMA, WORKLOAD, 1.0, rows=300, candidates=20, rng=4)
     entry = result.to_model().round_log[-1]
     assert "chosen_cells" not in entry and "m = 300" in entry["chosen_database"]

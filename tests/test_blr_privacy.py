@@ -1,4 +1,4 @@
-"""Privacy tests of the BLR net mechanism (``synth.blr.blr``) on neighbouring datasets.
+"""Privacy tests of the BLR net mechanism (``synth.engines.blr.blr``) on neighbouring datasets.
 
 The unit of privacy is one row: D' is D plus one row. n is public (``rows=``, the same for D
 and D'), so every score -max_q |x_q - n y_q / m| moves by at most 1 and the exponential
@@ -50,11 +50,11 @@ import numpy as np
 import pytest
 
 import synth._kernels.net as net_kernels
-import synth.blr
+import synth.engines.blr
 from synth._kernels.net import sample_exact_net
-from synth.blr import blr
-from synth.schema import Schema
-from synth.workload import Workload
+from synth.engines.blr import blr
+from synth.data.schema import Schema
+from synth.data.workload import Workload
 
 from .privacy_audit import assert_leak, assert_no_leak, audit, leak_power, mask_event, point_and_tail_events
 from .reference import exponential_probabilities, multisets, net_query_counts, net_scores
@@ -201,8 +201,8 @@ class CapturedExactNet:
         with monkeypatch.context() as patch:
             # the kernel as blr calls it, or as a broken wrapper (test_blr.scaled_kernel) calls it
             patch.setattr(net_kernels, "sample_exact_net", record)
-            if synth.blr.sample_exact_net is sample_exact_net:
-                patch.setattr(synth.blr, "sample_exact_net", record)
+            if synth.engines.blr.sample_exact_net is sample_exact_net:
+                patch.setattr(synth.engines.blr, "sample_exact_net", record)
             blr(codes, U3, U3_WORKLOAD, EXACT_EPS, net_size=EXACT_M, rows=EXACT_ROWS, rng=0, **kwargs)
         assert len(calls) == 1, "the tiny net takes one kernel call"
         self.call = calls[0]
@@ -316,7 +316,7 @@ def test_blr_sampled_peeking_candidates_are_caught(monkeypatch):
     outputs = []
     for key, codes in enumerate((SAMPLED_D, SAMPLED_D_PRIME)):
         with monkeypatch.context() as patch:
-            patch.setattr(synth.blr, "_sample_net", peeking_sample_net(codes, U3))
+            patch.setattr(synth.engines.blr, "_sample_net", peeking_sample_net(codes, U3))
             outputs.append(sampled_outputs(codes, 2_000, _rng(7, key)))
     result = audit(*outputs, SAMPLED_EPS, events=SAMPLED_EVENTS)
     assert_leak(result, "blr sampled net, peeking candidates")
@@ -353,7 +353,7 @@ def wide_sampled_outputs(codes: np.ndarray, runs: int, rng: np.random.Generator)
     return multiset_index(EXACT_NETS, cells)
 
 
-class DoubledStreamingExponential(synth.blr.StreamingExponential):
+class DoubledStreamingExponential(synth.engines.blr.StreamingExponential):
     """Broken: the sampled net's selection keys use eps / sensitivity instead of eps / (2 sensitivity)."""
 
     def __init__(self, *args, **kwargs):
@@ -370,7 +370,7 @@ def test_blr_sampled_private_large():
 
 @pytest.mark.slow
 def test_blr_sampled_with_eps_instead_of_eps_over_2_is_caught(monkeypatch):
-    monkeypatch.setattr(synth.blr, "StreamingExponential", DoubledStreamingExponential)
+    monkeypatch.setattr(synth.engines.blr, "StreamingExponential", DoubledStreamingExponential)
     d = wide_sampled_outputs(EXACT_D, WIDE_RUNS, _rng(9, 1))
     dp = wide_sampled_outputs(EXACT_D_PRIME, WIDE_RUNS, _rng(9, 2))
     assert_leak(audit(d, dp, EXACT_EPS, events=EXACT_EVENTS), "blr sampled net, K = 200, selection at eps")

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from synth_cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 #: Shared read-only benchmark datasets, beside the checkout (``/work/shared/datasets``).
@@ -312,7 +312,7 @@ def test_bad_value_deep_in_file_names_its_row(tmp_path, rich, lines_3000, case):
 @pytest.mark.parametrize("case", ["unknown-category", "outside-coded-domain", "missing-numeric"])
 def test_bad_value_in_a_later_small_chunk(tmp_path, rich, lines_3000, monkeypatch, case):
     """Rows are numbered across chunks: read in chunks of 1,000 rows, row 2500 is in the third."""
-    from synth import exact
+    from synth.data import exact
 
     defaults = exact.exact_answers.__kwdefaults__ or {}
     if "chunk_rows" not in defaults:
@@ -496,7 +496,7 @@ def test_infer_row_with_too_many_fields(tmp_path, out):
 @pytest.mark.parametrize("existed", [False, True], ids=["no-previous-output", "previous-output"])
 def test_write_failure_part_way_leaves_no_partial_output(tmp_path, rich, monkeypatch, existed):
     """The disk fills up after a few answer rows: the old file survives, no temporary is left."""
-    from synth.workload import Workload
+    from synth.data.workload import Workload
 
     original = Workload.describe
 
@@ -559,7 +559,7 @@ def run_python(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_importing_the_cli_does_not_import_numba():
-    proc = run_python("-c", "import cli.main, sys; assert 'numba' not in sys.modules")
+    proc = run_python("-c", "import synth_cli.main, sys; assert 'numba' not in sys.modules")
     assert proc.returncode == 0, proc.stderr
 
 
@@ -568,7 +568,7 @@ def test_every_help_text_does_not_import_numba():
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from cli.main import main\n"
+        "from synth_cli.main import main\n"
         f"for path in {paths!r}:\n"
         "    result = CliRunner().invoke(main, path + ['--help'])\n"
         "    assert result.exit_code == 0, (path, result.output)\n"

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.factored import FactoredModel
-from synth.model import Model
+from synth_cli.main import main
+from synth.models.factored import FactoredModel
+from synth.models.model import Model
 
 
 def run(*args):

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.data import read
-from synth.model import Model
-from synth.schema import Categorical, Coded, Numeric, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.data.reading import read
+from synth.models.model import Model
+from synth.data.schema import Categorical, Coded, Numeric, Schema
+from synth.data.workload import Workload
 
 from .test_pmw import correlated_codes
 

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.data import read
-from synth.model import Model
-from synth.schema import Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.data.reading import read
+from synth.models.model import Model
+from synth.data.schema import Schema
+from synth.data.workload import Workload
 
 from .test_cli_generate import files  # noqa: F401  (the fixture)
 

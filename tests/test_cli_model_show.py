@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.model import Model
-from synth.schema import Categorical, Coded, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.models.model import Model
+from synth.data.schema import Categorical, Coded, Schema
+from synth.data.workload import Workload
 
 
 def run(*args):

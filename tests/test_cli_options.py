@@ -3,7 +3,7 @@
 import click
 from click.testing import CliRunner
 
-from cli._common import seed_option
+from synth_cli._common import seed_option
 
 
 @click.command()

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.model import Model, ModelError
-from synth.schema import Coded, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.models.model import Model, ModelError
+from synth.data.schema import Coded, Schema
+from synth.data.workload import Workload
 
 from .test_pmw import correlated_codes
 

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.accounting import BudgetExceeded
-from synth.data import read
-from synth.model import Model
-from synth.pmw import HALTED, LAZY, UPDATE, open_pmw
-from synth.pmw_practical import PracticalPMW
-from synth.schema import Categorical, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.privacy.accounting import BudgetExceeded
+from synth.data.reading import read
+from synth.models.model import Model
+from synth.engines.pmw import HALTED, LAZY, UPDATE, open_pmw
+from synth.engines.pmw_practical import PracticalPMW
+from synth.data.schema import Categorical, Schema
+from synth.data.workload import Workload
 
 from .conftest import REPO
 
@@ -101,7 +101,7 @@ def test_no_bad_line_ends_the_stream_and_ids_are_kept_short(files, monkeypatch):
     """A leading byte-order mark is not content; a 5,000-digit id, a repeated key, an over-long id
     and an over-long line each get one error object that does not echo them, and the stream goes
     on to answer the line after each."""
-    from cli import answer_cmd
+    from synth_cli import answer_cmd
 
     monkeypatch.setattr(answer_cmd, "MAX_LINE_BYTES", 8192)  # the 1 MiB limit, scaled for the test
     good = json.dumps(QUERIES[0])
@@ -257,7 +257,7 @@ def test_options_of_a_workload_run_still_need_their_workload(files):
 def test_a_real_pipe_gets_each_answer_before_the_next_query_and_ctrl_c_ends_cleanly(files):
     """Through an OS pipe: every answer is flushed as it is made (the next query can depend on
     it), and SIGINT ends the stream with its summary and the model written."""
-    command = [sys.executable, "-c", "from cli.main import main; main()", "answer", str(files / "d.csv"),
+    command = [sys.executable, "-c", "from synth_cli.main import main; main()", "answer", str(files / "d.csv"),
                "--schema", str(files / "s.json"), "--mechanism", "pmw", "--epsilon", "2", "--rows", "4000",
                "--stream", "--quiet", "--save-model", str(files / "m.npz")]
     process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -9,10 +9,10 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.factored import FactoredModel
-from synth.model import Model
-from synth.schema import Coded, Schema
+from synth_cli.main import main
+from synth.models.factored import FactoredModel
+from synth.models.model import Model
+from synth.data.schema import Coded, Schema
 
 ADULT_SIZES = {"age": 85, "workclass": 9, "fnlwgt": 100, "education-num": 16, "marital-status": 7, "occupation": 15,
                "relationship": 6, "race": 5, "sex": 2, "capital-gain": 100, "capital-loss": 100,

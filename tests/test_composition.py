@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from synth.composition import advanced_epsilon, zcdp_delta, zcdp_epsilon, zcdp_epsilon_standard
+from synth.privacy.composition import advanced_epsilon, zcdp_delta, zcdp_epsilon, zcdp_epsilon_standard
 
 
 def test_advanced_matches_the_homogeneous_theorem():
@@ -35,7 +35,7 @@ def test_known_conversion_value():
 
 @pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-6), (0.3, 1e-9), (5.0, 1e-3)])
 def test_rho_limit_inverts_the_conversion(epsilon, delta):
-    from synth.composition import zcdp_rho_limit
+    from synth.privacy.composition import zcdp_rho_limit
 
     rho = zcdp_rho_limit(epsilon, delta)
     assert zcdp_epsilon(rho, delta) <= epsilon * (1 + 1e-9)

@@ -1,4 +1,4 @@
-"""The planned scan (``synth.counts``): what it counts, that every table it gives equals the
+"""The planned scan (``synth.data.counts``): what it counts, that every table it gives equals the
 NumPy count on the rows, that partial counts merge exactly, and that the engines give the
 same release from a scan's counts as from the rows (same seed)."""
 
@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth import data
-from synth.blr import blr
-from synth import counts as counts_module
-from synth.counts import GROUP_BUDGET, Counts, count_codes, data_marginal, data_rows, plan_scan
+from synth.data import reading as data
+from synth.engines.blr import blr
+from synth.data import counts as counts_module
+from synth.data.counts import GROUP_BUDGET, Counts, count_codes, data_marginal, data_rows, plan_scan
 from synth.errors import DataError, SynthError
-from synth.mwem import mwem
-from synth.pmw import run_pmw
-from synth.schema import Coded, Schema
-from synth.workload import Workload
+from synth.engines.mwem import mwem
+from synth.engines.pmw import run_pmw
+from synth.data.schema import Coded, Schema
+from synth.data.workload import Workload
 
 from .reference import count_table
 

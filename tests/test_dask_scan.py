@@ -1,4 +1,4 @@
-"""The scan on Dask (``synth.dask_scan``) on a LocalCluster of 2 workers: the same tables as the
+"""The scan on Dask (``synth.data.dask_scan``) on a LocalCluster of 2 workers: the same tables as the
 in-process scan, exactly, from CSV, Parquet and a Dask DataFrame; a partition with a bad value
 is the in-process reader's one clear error, at the row in the file, no task erring on a worker,
 and no output; a malformed --scheduler address is one line; and without Dask the option is
@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from synth_cli.main import main
 from synth import Synthesizer
-from synth.data import scan
+from synth.data.reading import scan
 from synth.errors import DataError, SynthError
 
 from .test_parquet_input import SCHEMA, write_inputs
@@ -49,7 +49,7 @@ def _assert_same(counts, expected):
 
 
 def test_dask_tables_equal_the_in_process_ones(client, inputs, monkeypatch):
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     monkeypatch.setattr(dask_scan, "CSV_BLOCK_BYTES", 20_000)  # several CSV partitions
     expected = scan(inputs / "d.csv", SCHEMA, SUBSETS)
@@ -64,7 +64,7 @@ def test_dask_tables_equal_the_in_process_ones(client, inputs, monkeypatch):
 
 
 def test_a_bad_value_in_one_partition_is_one_clear_error(client, inputs):
-    from synth.dask_scan import scan_dask
+    from synth.data.dask_scan import scan_dask
 
     part = pd.read_parquet(inputs / "parts" / "part-2.parquet").reset_index(drop=True)
     part.loc[9, "zone"] = 3
@@ -124,7 +124,7 @@ def test_generate_stops_on_a_bad_partition_without_output(client, inputs):
 def test_without_dask_the_option_is_refused_in_one_line(inputs, monkeypatch):
     for name in ("distributed", "dask", "dask.dataframe"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
-    from synth.dask_scan import require_dask
+    from synth.data.dask_scan import require_dask
 
     with pytest.raises(SynthError, match=r"needs Dask: pip install 'synth\[dask\]'"):
         require_dask()
@@ -140,7 +140,7 @@ def test_parquet_row_groups_gathered_into_partitions(client, tmp_path, monkeypat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     frame = pd.read_csv(write_inputs(tmp_path, 3000, 2) / "d.csv")
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / "g.parquet", row_group_size=300)
@@ -203,7 +203,7 @@ def test_a_quoted_header_csv_reads_as_in_process(client, inputs, monkeypatch, er
     """A CSV whose header is quoted is read by the blocks' reader too: the in-process verdict
     and message for a bad value, an unclosed quote and a row of too many fields, at the row in
     the file (4001: past the first blocks), and the in-process counts once such rows are dropped."""
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     monkeypatch.setattr(dask_scan, "CSV_BLOCK_BYTES", 20_000)  # 3 or 4 blocks
     subsets = SUBSETS
@@ -231,7 +231,7 @@ def test_csv_rows_are_numbered_from_the_file_start(client, inputs, monkeypatch, 
     """A bad row in a later block is named by its row in the file (the rows of the blocks before
     it counted only on error), and of two bad rows in different blocks the first in the file
     is the error, whichever block failed first."""
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     monkeypatch.setattr(dask_scan, "CSV_BLOCK_BYTES", 10_000)  # 6 or 7 blocks
     frame = pd.read_csv(inputs / "d.csv", nrows=4000)
@@ -254,8 +254,8 @@ def test_csv_rows_are_numbered_from_the_file_start(client, inputs, monkeypatch, 
 def test_the_tree_sum_passes_on_the_first_failure_behind_the_rows_before_it(monkeypatch):
     """Without a cluster the tree sum (``_merge``) carries the first failure in partition order,
     its row moved on by every row of the partitions ahead of it."""
-    from synth import dask_scan
-    from synth.counts import Counts, plan_scan
+    from synth.data import dask_scan
+    from synth.data.counts import Counts, plan_scan
 
     monkeypatch.setattr(dask_scan, "FAN_IN", 2)
     plan = plan_scan(SCHEMA, SUBSETS)
@@ -272,7 +272,7 @@ def test_a_parquet_read_error_names_the_row_group_as_in_process(client, tmp_path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     frame = pd.read_csv(write_inputs(tmp_path, 3000, 2) / "d.csv")
     path = tmp_path / "g.parquet"
@@ -299,7 +299,7 @@ def test_a_parquet_read_error_names_the_row_group_as_in_process(client, tmp_path
     ("tls://127.0.0.1:1", "tls:// needs TLS certificates in Dask's configuration"),
 ])
 def test_a_malformed_scheduler_address_is_one_line(address, problem):
-    from synth.dask_scan import connect
+    from synth.data.dask_scan import connect
 
     with pytest.raises(SynthError, match=f"^--scheduler {re.escape(repr(address))}: {re.escape(problem)}"):
         connect(address)
@@ -343,7 +343,7 @@ def silent_address():
 
 
 def test_a_scheduler_port_that_never_answers_is_refused_within_the_timeout(silent_address):
-    from synth.dask_scan import connect
+    from synth.data.dask_scan import connect
 
     start = time.monotonic()
     with pytest.raises(SynthError, match=f"^--scheduler {re.escape(silent_address)}: no Dask scheduler answered "
@@ -353,7 +353,7 @@ def test_a_scheduler_port_that_never_answers_is_refused_within_the_timeout(silen
 
 
 def test_generate_with_a_silent_scheduler_port_ends_in_one_line(inputs, silent_address, monkeypatch):
-    from synth import dask_scan
+    from synth.data import dask_scan
 
     monkeypatch.setattr(dask_scan, "CONNECT_TIMEOUT_S", 0.5, raising=False)
     start = time.monotonic()
@@ -369,8 +369,8 @@ def test_generate_with_a_silent_scheduler_port_ends_in_one_line(inputs, silent_a
 def test_a_partition_pandas_cannot_read_and_an_empty_frame_are_labelled():
     """What pandas says of a partition may quote it, and "no data rows" tells n = 0: both say
     they are NON-PRIVATE, in the line itself."""
-    from synth import dask_scan
-    from synth.counts import plan_scan
+    from synth.data import dask_scan
+    from synth.data.counts import plan_scan
 
     frame = pd.DataFrame({"sex": [["male"]], "age": [1], "zone": [0]})  # a list where a label goes
     failed = dask_scan._count_partition(frame, plan_scan(SCHEMA, SUBSETS), "Dask DataFrame", 0, 2, "error")

@@ -2,9 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth import data
+from synth.data import reading as data
 from synth.errors import DataError
-from synth.schema import Categorical, Coded, Schema
+from synth.data.schema import Categorical, Coded, Schema
 
 from . import reference
 
@@ -150,7 +150,7 @@ def test_boolean_column_is_not_numeric(mixed_schema):
 
 def test_scan_tables_equal_counts_of_read_codes(adult_paths):
     csv_path, domain = adult_paths
-    from synth.schema import Schema as S
+    from synth.data.schema import Schema as S
 
     schema = S.load(domain)
     subsets = [("sex",), ("race", "sex"), ("income>50K", "age", "workclass"), ()]

@@ -6,7 +6,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from synth_cli.main import main
 
 # The demo takes several seconds: one seeded run (``seeded_demo``) serves both tests, and the
 # group keeps them on one pytest-xdist worker so that it runs once.

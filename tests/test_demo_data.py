@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth.data import read
-from synth.schema import Numeric, Schema
+from synth.data.reading import read
+from synth.data.schema import Numeric, Schema
 from tests.test_rng import GLOBAL_RNG
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def test_the_schema_round_trips_and_leaves_the_row_count_private(schema):
     assert schema.rows is None
     numeric = [c for c in schema if isinstance(c, Numeric)]
     assert [c.name for c in numeric] == ["age", "income"]
-    for column in numeric:  # integer edges: synth.sample draws integers for these columns
+    for column in numeric:  # integer edges: synth.models.synthetic draws integers for these columns
         assert all(isinstance(e, int) for e in column.edges)
     assert [c.name for c in schema if not isinstance(c, Numeric)] == [
         "sex", "region", "education", "employment", "smoker", "health"

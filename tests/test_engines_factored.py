@@ -4,14 +4,14 @@ said, and the engines learn as they do on the dense array."""
 import numpy as np
 import pytest
 
-from synth.distribution import DenseDistribution, choose_representation, make_distribution
+from synth.models.distribution import DenseDistribution, choose_representation, make_distribution
 from synth.errors import SynthError
-from synth.factored import FactoredModel, ModelSizeError
-from synth.mwem import mwem
-from synth.pmw import CAPPED, LAZY, UPDATE, run_pmw
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+from synth.models.factored import FactoredModel, ModelSizeError
+from synth.engines.mwem import mwem
+from synth.engines.pmw import CAPPED, LAZY, UPDATE, run_pmw
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 WIDE = Schema(tuple(Coded(name, 8) for name in "abcd"))  # a pair is 64 cells, a triple 512
 
@@ -76,7 +76,7 @@ def test_pmw_factored_learns_like_dense():
 
 
 def make_or_wrap(distribution):
-    from synth.distribution import as_distribution
+    from synth.models.distribution import as_distribution
 
     return as_distribution(distribution, WIDE)
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cli import _common
-from synth.estimate import CELL_STEPS_PER_SECOND, mwem_estimate, pmw_estimate
+from synth_cli import _common
+from synth.engines.estimate import CELL_STEPS_PER_SECOND, mwem_estimate, pmw_estimate
 
 
 def test_mwem_estimate_counts_walks_of_the_universe():

@@ -1,4 +1,4 @@
-"""synth.evaluate, synth.report and ``synth evaluate``: metrics, sources, report files, refusals."""
+"""synth.report.evaluate, synth.report.html and ``synth evaluate``: metrics, sources, report files, refusals."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli._common import SynthGroup
-from cli.answer_cmd import answer
-from cli.evaluate_cmd import evaluate as evaluate_command
-from cli.generate_cmd import generate
-from synth import report
-from synth.evaluate import (
+from synth_cli._common import SynthGroup
+from synth_cli.answer_cmd import answer
+from synth_cli.evaluate_cmd import evaluate as evaluate_command
+from synth_cli.generate_cmd import generate
+from synth.report import html as report
+from synth.report.evaluate import (
     EvaluationError,
     Released,
     evaluate,
@@ -28,10 +28,10 @@ from synth.evaluate import (
     released_from_codes,
     released_from_model,
 )
-from synth.model import Model
-from synth.pmw import run_pmw
-from synth.schema import Categorical, Coded, Numeric, Schema
-from synth.workload import Query, Workload
+from synth.models.model import Model
+from synth.engines.pmw import run_pmw
+from synth.data.schema import Categorical, Coded, Numeric, Schema
+from synth.data.workload import Query, Workload
 
 from .test_pmw import correlated_codes
 
@@ -41,7 +41,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @click.group(cls=SynthGroup)
 def app() -> None:
-    """The commands these tests need, under the group's error handling (as in cli.main)."""
+    """The commands these tests need, under the group's error handling (as in synth_cli.main)."""
 
 
 app.add_command(evaluate_command, "evaluate")
@@ -380,7 +380,7 @@ def test_help_has_examples():
 
 def test_imports_stay_light():
     """Importing the command, the evaluation and the report loads neither matplotlib nor Numba."""
-    code = ("import sys, cli.evaluate_cmd, synth.evaluate, synth.report; "
+    code = ("import sys, synth_cli.evaluate_cmd, synth.report.evaluate, synth.report.html; "
             "print(sorted(m for m in ('matplotlib', 'numba') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

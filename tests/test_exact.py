@@ -1,9 +1,9 @@
 import numpy as np
 import pandas as pd
 
-from synth.exact import exact_answers
-from synth.schema import Schema
-from synth.workload import Workload
+from synth.data.exact import exact_answers
+from synth.data.schema import Schema
+from synth.data.workload import Workload
 
 
 def test_exact_answers_on_adult_equal_pandas_counts(adult_paths, rng):

@@ -7,13 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-import synth.sample
-from synth.distribution import DenseDistribution, make_distribution
-from synth.factored import FactoredModel, ModelSizeError
-from synth.fit import expected_noise
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Query
+import synth.models.sampling
+from synth.models.distribution import DenseDistribution, make_distribution
+from synth.models.factored import FactoredModel, ModelSizeError
+from synth.models.fit import expected_noise
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Query
 
 
 def random_schema(rng: np.random.Generator, columns: int | None = None) -> Schema:
@@ -229,7 +229,7 @@ def test_sampling_in_blocks_keeps_the_root_rounding_and_the_model(seed, monkeypa
     """Past SAMPLE_BLOCK_ROWS rows the sampler works block by block: the root clique is still
     rounded once over every row, and the other cliques are rounded within each block, so
     their error grows by at most one rounding per block."""
-    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 700)
+    monkeypatch.setattr(synth.models.sampling, "SAMPLE_BLOCK_ROWS", 700)
     rng, schema, model, p = random_model(seed)
     rows = 5000
     blocks = list(model.iter_sample_codes(rows, "round", rng))

@@ -8,12 +8,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from synth.factored import FactoredModel
-from synth.model import Model
-from synth.pmw import open_pmw
-from synth.schema import Coded, Schema
-from synth.tables import count_matching, marginal
-from synth.workload import MarginalCells, Query, Workload
+from synth.models.factored import FactoredModel
+from synth.models.model import Model
+from synth.engines.pmw import open_pmw
+from synth.data.schema import Coded, Schema
+from synth.data.tables import count_matching, marginal
+from synth.data.workload import MarginalCells, Query, Workload
 
 from .test_factored import dense_marginal, dense_reference
 
@@ -191,7 +191,7 @@ def test_pmw_answers_a_wide_query_on_a_factored_model(variant):
 def test_pmw_tests_a_wide_query_that_fits_the_model_on_the_rows(monkeypatch):
     """A 7-column query of 2.1e6 cells fits a factored D (cap 10^7) but its data table is past
     the small-table size: its true count comes from matching the rows, and the answer is made."""
-    import synth.pmw
+    import synth.engines.pmw
 
     rng = np.random.default_rng(6)
     schema = Schema(tuple(Coded(f"c{i}", 8) for i in range(10)))
@@ -199,7 +199,7 @@ def test_pmw_tests_a_wide_query_that_fits_the_model_on_the_rows(monkeypatch):
     opened = open_pmw(codes, schema, 4.0, 0.0, 0.05, rows=3000, rng=2, representation="factored")
     pmw = opened.pmw
     counted = []
-    monkeypatch.setattr(synth.pmw, "count_matching", lambda *a: counted.append(a[2]) or count_matching(*a))
+    monkeypatch.setattr(synth.engines.pmw_base, "count_matching", lambda *a: counted.append(a[2]) or count_matching(*a))
     wide = Query(tuple(f"c{i}" for i in range(7)), tuple(np.array([0, 1]) for _ in range(7)))
     assert pmw._dist.fits(wide.columns)
     result = pmw.answer(wide)

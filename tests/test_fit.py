@@ -1,4 +1,4 @@
-"""The dense fit (``synth.fit.mw_fit``): its accelerated step reaches the fixed point of MW's
+"""The dense fit (``synth.models.fit.mw_fit``): its accelerated step reaches the fixed point of MW's
 own step, never raises the squared loss, and stops at the noise level or once it converges."""
 
 import itertools
@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from synth.fit import mw_fit
-from synth.schema import Coded, Schema
+from synth.models.fit import mw_fit
+from synth.data.schema import Coded, Schema
 from tests.reference import marginal_of_dense
 
 SCHEMA = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 2), Coded("d", 3)))

@@ -35,7 +35,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
+from synth_cli.main import main
 
 FUZZ = settings(
     # The same examples on every run, so CI is reproducible; SYNTH_FUZZ_RANDOM=1 draws new ones.
@@ -457,8 +457,8 @@ def run_schema_command(ws: Workspace, command: str, schema: Path, fixed: dict, e
         way = command[-1]
 
         def valid(result):
-            from synth.schema import Schema
-            from synth.workload import Workload
+            from synth.data.schema import Schema
+            from synth.data.workload import Workload
 
             assert len(Workload.load(out, Schema.load(schema))) >= 1
 
@@ -952,9 +952,9 @@ def test_option_at_its_edge(fixed, engine, option, value, message):
 
 def test_library_refusals_are_synth_errors():
     """The library entry points raise the project's errors (a ValueError), not Python's."""
-    from synth.blr import NetTooLarge, net_size_for_alpha
-    from synth.composition import zcdp_epsilon, zcdp_rho_limit
-    from synth.pmw_plan import PlanError, plan_pmw
+    from synth.engines.blr import NetTooLarge, net_size_for_alpha
+    from synth.privacy.composition import zcdp_epsilon, zcdp_rho_limit
+    from synth.engines.pmw_plan import PlanError, plan_pmw
 
     with pytest.raises(NetTooLarge, match=r"alpha \(1e-300\) asks for m = .* = inf rows per database"):
         net_size_for_alpha(1e-300, 10)

@@ -1,9 +1,9 @@
 import pytest
 
-from synth import data
+from synth.data import reading as data
 from synth.errors import DataError, SchemaError
-from synth.infer import MAX_TEXT_CATEGORIES, infer_schema
-from synth.schema import Categorical, Numeric
+from synth.data.infer import MAX_TEXT_CATEGORIES, infer_schema
+from synth.data.schema import Categorical, Numeric
 
 
 def test_infers_kinds_and_the_schema_reads_its_own_data(tmp_path):
@@ -54,8 +54,8 @@ def test_an_inferred_schema_says_so_and_every_private_run_warns_once(tmp_path):
 
     from click.testing import CliRunner
 
-    from cli.main import main
-    from synth.bundled import bundled
+    from synth_cli.main import main
+    from synth.data.bundled import bundled
 
     grades = bundled("grades")
     schema_path = tmp_path / "schema.json"
@@ -70,7 +70,7 @@ def test_an_inferred_schema_says_so_and_every_private_run_warns_once(tmp_path):
                                   "--model", str(tmp_path / "m.npz"), "--columns", "gender,grade"])
     assert result.exit_code == 0, result.stderr
     assert result.stderr.count("was inferred from the data") == 1
-    from synth.model import Model
+    from synth.models.model import Model
 
     assert Model.load(tmp_path / "m.npz").schema.inferred  # the release records it too
     public = runner.invoke(main, ["generate", str(grades.data), *args[:1], str(grades.schema), *args[2:],

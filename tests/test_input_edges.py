@@ -12,13 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth import data
+from synth_cli.main import main
+from synth.data import reading as data
 from synth._io import writable_target
 from synth.errors import DataError, SchemaError, SynthError
-from synth.infer import infer_schema
-from synth.schema import MAX_COLUMN_SIZE, Categorical, Coded, Numeric, Schema, format_value
-from synth.tables import DEFAULT_MAX_CELLS
+from synth.data.infer import infer_schema
+from synth.data.schema import MAX_COLUMN_SIZE, Categorical, Coded, Numeric, Schema, format_value
+from synth.data.tables import DEFAULT_MAX_CELLS
 
 ABC = Schema((Coded("a", 3), Coded("b", 4), Coded("c", 2)))
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from synth.junction_tree import junction_tree, model_cells, triangulate
+from synth.models.junction_tree import junction_tree, model_cells, triangulate
 
 
 def random_instance(seed: int):

@@ -1,4 +1,4 @@
-"""Pair matching of synthetic rows (synth.matching): the Numba sweep against a plain Python
+"""Pair matching of synthetic rows (synth.models.matching): the Numba sweep against a plain Python
 twin, and what it is for: rows closer to the model's pair tables, never further."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from synth._kernels.matching import match_rows
-from synth.factored import FactoredModel
-from synth.matching import _layout, all_pairs, match_pairs
-from synth.schema import Coded, Schema
+from synth.models.factored import FactoredModel
+from synth.models.matching import _layout, all_pairs, match_pairs
+from synth.data.schema import Coded, Schema
 
 
 def reference_sweep(codes, strides, offsets, sizes, counts, targets, order):

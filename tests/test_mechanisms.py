@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from synth import _kernels
-from synth.accounting import Accountant, BudgetExceeded, split_epsilon
-from synth.composition import advanced_epsilon, zcdp_epsilon
-from synth.mechanisms import (
+from synth.privacy.accounting import Accountant, BudgetExceeded, split_epsilon
+from synth.privacy.composition import advanced_epsilon, zcdp_epsilon
+from synth.privacy.mechanisms import (
     AboveThreshold,
     NumericSparse,
     Sparse,

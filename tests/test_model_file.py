@@ -1,8 +1,8 @@
-"""The model file (synth.model): checksum, header and distribution checks on load.
+"""The model file (synth.models.model): checksum, header and distribution checks on load.
 
 A damaged or hand-edited model file must be refused with one ``ModelError`` line naming the
 file, never a traceback and never "accepted but wrong". Bad files are written by hand here
-(``write_npz``), with a checksum computed independently of ``synth.model``, so each check is
+(``write_npz``), with a checksum computed independently of ``synth.models.model``, so each check is
 reached on its own.
 """
 
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from synth_cli.main import main
 from synth.errors import SynthError
-from synth.model import FORMAT_VERSION, Model, ModelError
-from synth.schema import Categorical, Coded, Schema
-from synth.workload import Workload
+from synth.models.model import FORMAT_VERSION, Model, ModelError
+from synth.data.schema import Categorical, Coded, Schema
+from synth.data.workload import Workload
 
 SCHEMA = Schema((Categorical("colour", ("red", "green")), Coded("c", 3)))
 P = np.array([0.1, 0.2, 0.3, 0.15, 0.15, 0.1])

@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.factored import FactoredModel
-from synth.model import Model, ModelError
-from synth.sample import sample_model
-from synth.schema import Categorical, Coded, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.models.factored import FactoredModel
+from synth.models.model import Model, ModelError
+from synth.models.synthetic import sample_model
+from synth.data.schema import Categorical, Coded, Schema
+from synth.data.workload import Workload
 
 from .test_model_file import refused
 
@@ -123,7 +123,7 @@ def test_a_changed_table_fails_the_checksum(tmp_path):
     (lambda m: m.__setitem__("max_model_cells", 10), None, "factor colour, a: adding the subset colour, a would grow"),
 ])
 def test_bad_factored_files_are_refused_in_one_line(tmp_path, edit_meta, edit_arrays, message):
-    from synth.model import _checksum_tables
+    from synth.models.model import _checksum_tables
 
     release().save(tmp_path / "m.npz")
     meta, arrays = stored(tmp_path / "m.npz")

@@ -3,10 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from synth.mwem import DEFAULT_FINAL_PASSES, DEFAULT_SELECT_SHARE, FIT_TOLERANCE, expected_noise, mwem
-from synth.schema import Coded, Schema
-from synth.tables import marginal, marginal_from_dense
-from synth.workload import Workload
+from synth.engines.mwem import DEFAULT_FINAL_PASSES, DEFAULT_SELECT_SHARE, FIT_TOLERANCE, expected_noise, mwem
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal, marginal_from_dense
+from synth.data.workload import Workload
 
 from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
 
@@ -68,7 +68,7 @@ def test_bad_parameters(kwargs, message):
 
 
 def test_model_round_trip(tmp_path):
-    from synth.model import Model
+    from synth.models.model import Model
 
     codes = correlated_codes(5_000, 10)
     result = mwem(codes, SCHEMA, WORKLOAD, 1.0, rounds=3, rows=5_000, rng=11)
@@ -105,7 +105,7 @@ def test_measuring_every_candidate_skips_selection():
 
 
 def test_expected_noise_matches_the_discrete_laplace():
-    from synth.mechanisms import discrete_laplace
+    from synth.privacy.mechanisms import discrete_laplace
 
     draws = discrete_laplace(np.zeros(200_000, dtype=np.int64), 0.3, 1, np.random.default_rng(16))
     measured = [("marginal", ("a",), np.zeros(200_000))]
@@ -151,8 +151,8 @@ def test_progress_reaches_the_end(output, rounds_seen):
 
 
 def test_zcdp_plan_spends_the_budget_and_converts_back():
-    from synth.composition import zcdp_rho_limit
-    from synth.mwem_budget import plan_rounds
+    from synth.privacy.composition import zcdp_rho_limit
+    from synth.engines.mwem_budget import plan_rounds
 
     for epsilon, delta, count, rho_count, rounds, share in [(1.0, 1e-9, 0.05, 0.0, 35, 0.1),
                                                             (0.3, 1e-6, 0.0, 0.0, 10, 0.2),
@@ -178,7 +178,7 @@ def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
     ledger = result.accountant.ledger()
     kinds = [charge.mechanism for charge in ledger]
     assert kinds[0] == "discrete_gaussian" and ledger[0].note == "noisy row count"  # a Gaussian count
-    from synth.composition import zcdp_rho_limit
+    from synth.privacy.composition import zcdp_rho_limit
 
     assert ledger[0].rho == pytest.approx(0.05 * zcdp_rho_limit(1.0, 1e-6)) == p["rho_count"]
     assert kinds[1:] == ["exponential (bounded range, eps^2/8-zCDP)", "discrete_gaussian"] * 2
@@ -190,7 +190,7 @@ def test_mwem_with_delta_measures_with_gaussian_noise_within_the_budget():
 
 
 def test_default_rounds_grow_under_zcdp_where_gaussian_noise_costs_less():
-    from synth.mwem import DEFAULT_ROUNDS, ZCDP_MAX_ROUNDS, ZCDP_ROUNDS_PER_COLUMN, default_rounds
+    from synth.engines.mwem import DEFAULT_ROUNDS, ZCDP_MAX_ROUNDS, ZCDP_ROUNDS_PER_COLUMN, default_rounds
 
     def pairs(columns: int) -> Workload:
         return Workload.marginals(Schema(tuple(Coded(f"c{i}", 2) for i in range(columns))), 2)

@@ -1,4 +1,4 @@
-"""Adaptive MWEM (``synth.mwem_adaptive``): its candidates, its annealed budget (never
+"""Adaptive MWEM (``synth.engines.mwem_adaptive``): its candidates, its annealed budget (never
 overspent, whatever the run), and whole runs: one-way marginals first, the budget spent to
 the last round, and better than classic MWEM where the noise dwarfs the data."""
 
@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from synth.accounting import Accountant
-from synth.mwem import mwem
-from synth.mechanisms import mean_abs_noise
-from synth.mwem_adaptive import ONE_WAY_NOISE, SELECT_SHARE, AnnealingBudget, closure_candidates, first_round_budget
-from synth.mwem_budget import count_rho, rounds_total
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+from synth.privacy.accounting import Accountant
+from synth.engines.mwem import mwem
+from synth.privacy.mechanisms import mean_abs_noise
+from synth.engines.mwem_adaptive import ONE_WAY_NOISE, SELECT_SHARE, AnnealingBudget, closure_candidates, first_round_budget
+from synth.engines.mwem_budget import count_rho, rounds_total
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 
 def test_candidates_are_the_downward_closure_weighted_by_coverage():

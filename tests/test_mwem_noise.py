@@ -1,4 +1,4 @@
-"""MWEM's noise under delta > 0 (``synth.mwem_noise``, ``synth.mwem.plan_noise``): pure epsilon
+"""MWEM's noise under delta > 0 (``synth.engines.mwem_noise``, ``synth.engines.mwem.plan_noise``): pure epsilon
 with discrete Laplace where it adds less noise (few measurements), zCDP with the discrete
 Gaussian where it does not, and the run saying which and why (issue 26, item 6)."""
 
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth.mechanisms import mean_abs_noise
-from synth.mwem import mwem, plan_noise
-from synth.mwem_noise import choose_noise
-from synth.schema import Coded, Schema
-from synth.workload import Workload
+from synth_cli.main import main
+from synth.privacy.mechanisms import mean_abs_noise
+from synth.engines.mwem import mwem, plan_noise
+from synth.engines.mwem_noise import choose_noise
+from synth.data.schema import Coded, Schema
+from synth.data.workload import Workload
 
 
 def binary_schema(columns: int) -> Schema:
@@ -35,7 +35,7 @@ def test_few_measurements_take_laplace_many_take_gaussian():
         assert not few.zcdp and few.laplace < few.gaussian and "discrete Laplace, pure epsilon-DP" in few.reason
         assert many.zcdp and many.gaussian < many.laplace and "discrete Gaussian, rho-zCDP" in many.reason
     # the per-cell noise compared is each plan's own: Laplace at (eps - count) / T, Gaussian at (rho - count) / T
-    from synth.composition import zcdp_rho_limit
+    from synth.privacy.composition import zcdp_rho_limit
 
     choice = choose_noise("auto", 1.0, 1e-9, 10, 0.0, 0.05)
     assert choice.laplace == pytest.approx(mean_abs_noise(0.95 / 10), rel=1e-9)

@@ -1,4 +1,4 @@
-"""Statistical privacy test of whole MWEM runs (``synth.mwem.mwem``) on a tiny universe.
+"""Statistical privacy test of whole MWEM runs (``synth.engines.mwem.mwem``) on a tiny universe.
 
 MWEM releases a round log (which marginal each round selected and its noisy table), the row
 count n (public here, or a noisy count) and a distribution that is computed from the log and
@@ -71,13 +71,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import synth.mwem
-import synth.mwem_budget
-from synth.mechanisms import discrete_laplace, exponential, laplace_ratio
-from synth.mwem import mwem
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+import synth.engines.mwem
+import synth.engines.mwem_budget
+from synth.privacy.mechanisms import discrete_laplace, exponential, laplace_ratio
+from synth.engines.mwem import mwem
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 from .privacy_audit import DEFAULT_CONFIDENCE, assert_leak, assert_no_leak, audit, clopper_pearson, mask_event
 
@@ -246,15 +246,15 @@ def _half_noise_on_count(counts, epsilon, sensitivity=1, rng=None, *, accountant
 
 
 def _count_modules() -> list:
-    """The modules whose ``discrete_laplace`` MWEM calls: synth.mwem_budget (its measurements)
-    and synth.row_count (its noisy row count)."""
-    return [synth.mwem_budget, importlib.import_module("synth.row_count")]
+    """The modules whose ``discrete_laplace`` MWEM calls: synth.engines.mwem_budget (its measurements)
+    and synth.privacy.row_count (its noisy row count)."""
+    return [synth.engines.mwem_budget, importlib.import_module("synth.privacy.row_count")]
 
 
 VARIANTS = {  # name: [(module, attribute, replacement)], built when used
     "real": lambda: [],
-    "half_measurement_noise": lambda: [(synth.mwem_budget, "discrete_laplace", discrete_laplace_half_noise)],
-    "half_selection_sensitivity": lambda: [(synth.mwem_budget, "exponential", exponential_half_sensitivity)],
+    "half_measurement_noise": lambda: [(synth.engines.mwem_budget, "discrete_laplace", discrete_laplace_half_noise)],
+    "half_selection_sensitivity": lambda: [(synth.engines.mwem_budget, "exponential", exponential_half_sensitivity)],
     "half_count_noise": lambda: [(m, "discrete_laplace", _half_noise_on_count) for m in _count_modules()],
 }
 
@@ -549,7 +549,7 @@ def test_mechanism_calls_and_budget():
         calls.append(("count" if note == "noisy row count" else "measure", epsilon, sensitivity))
         return discrete_laplace(counts, epsilon, sensitivity, rng, accountant=accountant, note=note)
 
-    patches = [(synth.mwem_budget, "exponential", spy_exponential)]
+    patches = [(synth.engines.mwem_budget, "exponential", spy_exponential)]
     patches += [(module, "discrete_laplace", spy_laplace) for module in _count_modules()]
     with _patched(patches):
         for name, case in CASES.items():

@@ -34,9 +34,9 @@ import math
 import numpy as np
 import pytest
 
-import synth.mwem_budget
-from synth.composition import zcdp_rho_limit
-from synth.mwem import mwem
+import synth.engines.mwem_budget
+from synth.privacy.composition import zcdp_rho_limit
+from synth.engines.mwem import mwem
 
 from .privacy_audit import DEFAULT_CONFIDENCE, assert_leak, assert_no_leak, audit, clopper_pearson, leak_power
 from .test_mwem_privacy import (
@@ -75,7 +75,7 @@ def _run(codes, rng):
 def sample_pair(variant: str, n: int, key: int) -> tuple[list[np.ndarray], float]:
     """``n`` runs on D and on D': their features, and the epsilon every accountant reports
     (checked to be one value, at most EPSILON, with delta = DELTA, from two zCDP charges)."""
-    patches = [] if variant == "real" else [(synth.mwem_budget, "discrete_gaussian", discrete_gaussian_half_noise)]
+    patches = [] if variant == "real" else [(synth.engines.mwem_budget, "discrete_gaussian", discrete_gaussian_half_noise)]
     releases, reported, outputs = Releases(), set(), []
     with _patched(patches):
         for i, codes in enumerate(DATASETS):

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from synth_cli.main import main
 from synth._io import OutputGroup, atomic_write, output_group
-from synth.bundled import bundled
+from synth.data.bundled import bundled
 from synth.errors import SynthError
 
 GRADES = bundled("grades")
@@ -89,7 +89,7 @@ def test_an_existing_file_needs_force(tmp_path):
 
 def test_table_and_model_appear_together(tmp_path, monkeypatch):
     """A failure while saving the model leaves neither the table nor the model."""
-    from synth.model import Model
+    from synth.models.model import Model
 
     def broken_save(self, path):
         Path(path).write_bytes(b"half")
@@ -192,7 +192,7 @@ def test_sigterm_removes_the_temporary_file(tmp_path):
     """The CLI turns SIGTERM into SystemExit, so the same cleanup as Ctrl-C runs."""
     code = (
         "import os, signal, sys\n"
-        "from cli._common import _terminate\n"
+        "from synth_cli._common import _terminate\n"
         "from synth._io import atomic_write\n"
         "signal.signal(signal.SIGTERM, _terminate)\n"
         "with atomic_write(sys.argv[1]) as handle:\n"

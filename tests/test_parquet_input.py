@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from synth import data
-from synth.data import scan
+from synth_cli.main import main
+from synth.data import reading as data
+from synth.data.reading import scan
 from synth.errors import DataError
-from synth.schema import Categorical, Coded, Schema
-from synth.workload import Workload
+from synth.data.schema import Categorical, Coded, Schema
+from synth.data.workload import Workload
 
 SCHEMA = Schema((Categorical("sex", ("female", "male")), Coded("age", 5), Coded("zone", 3)))
 SUBSETS = [("sex", "age"), ("zone",)]

@@ -7,12 +7,12 @@ check against NumPy, and the counting kernel's tables against ``np.bincount``.""
 import numpy as np
 import pytest
 
-from synth import data
+from synth.data import reading as data
 from synth._kernels.scan import MAX_DIGITS, count_rows, first_bad_row, pack_column, parse_int_lines
-from synth import counts
-from synth.counts import Tally, plan_scan
+from synth.data import counts
+from synth.data.counts import Tally, plan_scan
 from synth.errors import DataError
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.data.schema import Categorical, Coded, Numeric, Schema
 
 SCHEMA = Schema((Coded("a", 4), Numeric("b", (0, 10, 100, 1000)), Coded("c", 12)))
 

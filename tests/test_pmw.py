@@ -4,12 +4,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from synth.accounting import compose
-from synth.pmw import HALTED, LAZY, PMW, UPDATE, run_pmw
-from synth.pmw_plan import _epoch_charges, plan_pmw
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+from synth.privacy.accounting import compose
+from synth.engines.pmw import HALTED, LAZY, PMW, UPDATE, run_pmw
+from synth.engines.pmw_plan import _epoch_charges, plan_pmw
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 SCHEMA = Schema((Coded("a", 2), Coded("b", 3), Coded("c", 4)))
 
@@ -161,7 +161,7 @@ def test_prior_and_bad_prior():
 def test_every_planned_epoch_is_accepted_by_the_accountant(epsilon, delta, count):
     """Regression: a plan checked only with compose() could be refused by the accountant's
     (slightly more conservative) fast check in its last epochs."""
-    from synth.accounting import Accountant
+    from synth.privacy.accounting import Accountant
 
     plan = plan_pmw(epsilon, delta, 48_842, 120_960, 8_453, epsilon_count=count)
     accountant = Accountant(epsilon, delta)

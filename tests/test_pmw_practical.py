@@ -1,4 +1,4 @@
-"""Practical PMW (synth.pmw_practical): its plan, its online loop, its release and its monitor."""
+"""Practical PMW (synth.engines.pmw_practical): its plan, its online loop, its release and its monitor."""
 
 import itertools
 import math
@@ -6,15 +6,15 @@ import math
 import numpy as np
 import pytest
 
-import synth.mwem
-import synth.pmw_practical
-from synth.accounting import Accountant
-from synth.pmw import HALTED, LAZY, UPDATE, run_pmw
-from synth.pmw_practical import (PracticalPMW, PracticalPlanError, default_updates, plan_practical,
+import synth.engines.mwem
+import synth.engines.pmw_practical
+from synth.privacy.accounting import Accountant
+from synth.engines.pmw import HALTED, LAZY, UPDATE, run_pmw
+from synth.engines.pmw_practical import (PracticalPMW, PracticalPlanError, default_updates, plan_practical,
                                  warm_start_subsets)
-from synth.schema import Coded, Schema
-from synth.tables import marginal, marginal_from_dense
-from synth.workload import Workload
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal, marginal_from_dense
+from synth.data.workload import Workload
 
 from .test_pmw import SCHEMA, WORKLOAD, correlated_codes
 
@@ -98,8 +98,8 @@ def test_with_delta_measurements_are_gaussian_and_compose_in_zcdp():
 @pytest.mark.parametrize("representation", ["dense", "factored"])
 def test_the_fit_is_mwems_own(monkeypatch, representation):
     """Both engines fit through the distribution's own ``fit``: one fit for MWEM and PMW alike."""
-    from synth.distribution import DenseDistribution
-    from synth.factored import FactoredModel
+    from synth.models.distribution import DenseDistribution
+    from synth.models.factored import FactoredModel
 
     owner = DenseDistribution if representation == "dense" else FactoredModel
     calls = []
@@ -113,7 +113,7 @@ def test_the_fit_is_mwems_own(monkeypatch, representation):
     codes = correlated_codes(5000, 3)
     run_pmw(codes, SCHEMA, WORKLOAD, 2.0, rows=5000, rng=4, variant="practical", representation=representation)
     from_pmw = len(calls)
-    synth.mwem.mwem(codes, SCHEMA, WORKLOAD, 1.0, rows=5000, rng=5, representation=representation)
+    synth.engines.mwem.mwem(codes, SCHEMA, WORKLOAD, 1.0, rows=5000, rng=5, representation=representation)
     assert from_pmw > 0 and len(calls) > from_pmw and set(calls) == {owner.__name__}
 
 
@@ -133,7 +133,7 @@ def test_monitor_reports_the_potential_and_the_pythagorean_bound():
 def test_the_monitor_flags_an_update_that_raised_the_potential():
     codes = correlated_codes(2000, 11)
     plan = plan_practical(1.0, 0.0, 2000, SCHEMA.universe_size, 3)
-    from synth.monitor import PracticalMonitor
+    from synth.engines.monitor import PracticalMonitor
 
     monitor = PracticalMonitor(marginal(codes, SCHEMA, None), plan.threshold, plan.updates)
     truth = marginal(codes, SCHEMA, None).reshape(-1) / 2000
@@ -221,7 +221,7 @@ def test_the_warm_start_runs_before_the_first_query():
 
 
 def test_an_interactive_stream_has_no_warm_start_and_a_schema_l():
-    from synth.pmw import open_pmw
+    from synth.engines.pmw import open_pmw
 
     opened = open_pmw(six_codes(2000, 1), SIX, 1.0, rows=2000, rng=0)
     assert opened.plan.warm_subsets == () and opened.plan.updates == 15  # the pairs of 6 columns

@@ -1,4 +1,4 @@
-"""Statistical privacy audit of whole practical-PMW runs (``synth.pmw_practical``), end to end.
+"""Statistical privacy audit of whole practical-PMW runs (``synth.engines.pmw_practical``), end to end.
 
 A run of the practical variant, as ``open_pmw`` makes it, buys a noisy row count (n is not
 public), plans, measures its warm-start marginal, then answers a stream: each query's whole
@@ -95,15 +95,15 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import synth.pmw_practical
-from synth.accounting import Accountant
-from synth.mechanisms import discrete_gaussian, discrete_laplace, laplace_ratio
-from synth.pmw import HALTED, LAZY, UPDATE, open_pmw
-from synth.pmw_practical import PracticalPMW, plan_practical, warm_start_subsets
-from synth.row_count import row_count
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+import synth.engines.pmw_practical
+from synth.privacy.accounting import Accountant
+from synth.privacy.mechanisms import discrete_gaussian, discrete_laplace, laplace_ratio
+from synth.engines.pmw import HALTED, LAZY, UPDATE, open_pmw
+from synth.engines.pmw_practical import PracticalPMW, plan_practical, warm_start_subsets
+from synth.privacy.row_count import row_count
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 from .privacy_audit import (
     DEFAULT_CONFIDENCE,
@@ -524,7 +524,7 @@ def discrete_gaussian_half_noise(counts, rho, sensitivity=1, rng=None, *, accoun
     return noisy
 
 
-VARIANTS = {  # name: the replacements in synth.pmw_practical (the row count keeps its own noise)
+VARIANTS = {  # name: the replacements in synth.engines.pmw_practical (the row count keeps its own noise)
     "real": {},
     "half_measurement_noise": {"discrete_laplace": discrete_laplace_half_noise,
                                "discrete_gaussian": discrete_gaussian_half_noise},
@@ -563,7 +563,7 @@ def sample_pair(case_name: str, variant: str, n: int, key: tuple[int, ...]):
     budget)."""
     case = CASES[case_name]
     outputs, eps, delta = [], 0.0, 0.0
-    with _patched(synth.pmw_practical, VARIANTS[variant]):
+    with _patched(synth.engines.pmw_practical, VARIANTS[variant]):
         for which, codes in enumerate(case.datasets):
             rng = _rng(*key, which)
             rows = np.empty((n, 5), dtype=np.int64)
@@ -659,7 +659,7 @@ def _replay(codes, case_name, n, rounds, tables):
             return current["round"] == "U"
 
     patches = {"discrete_laplace": scripted_noise, "discrete_gaussian": scripted_noise, "AboveThreshold": ScriptedTest}
-    with _patched(synth.pmw_practical, patches):
+    with _patched(synth.engines.pmw_practical, patches):
         plan = dataclasses.replace(reference_plan(case_name), rows=float(n))
         pmw = PracticalPMW(codes, SCHEMA, plan, 0, replay_passes=1)
         answers = []
@@ -677,7 +677,7 @@ def test_mechanism_calls_and_budget():
     eps_test, sensitivity 1), nothing else; the untested subset's model stays uniform; the
     ledger is exactly that, and the accountant reports at most the budget."""
     calls = []
-    real = {name: getattr(synth.pmw_practical, name) for name in ("discrete_laplace", "discrete_gaussian",
+    real = {name: getattr(synth.engines.pmw_practical, name) for name in ("discrete_laplace", "discrete_gaussian",
                                                                   "AboveThreshold")}
 
     def spy(name):
@@ -686,7 +686,7 @@ def test_mechanism_calls_and_budget():
             return real[name](*args, **kwargs)
         return call
 
-    with _patched(synth.pmw_practical, {name: spy(name) for name in real}):
+    with _patched(synth.engines.pmw_practical, {name: spy(name) for name in real}):
         for name, case in CASES.items():
             plan = reference_plan(name)
             for seed in range(20):

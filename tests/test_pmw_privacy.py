@@ -1,4 +1,4 @@
-"""Statistical privacy test of a whole PMW run (``synth.pmw.PMW``) on a tiny universe.
+"""Statistical privacy test of a whole PMW run (``synth.engines.pmw.PMW``) on a tiny universe.
 
 PMW releases a transcript: for each query of the stream its round kind (lazy, update,
 halted) and its released value (lazy and halted answers are functions of the public model,
@@ -72,14 +72,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import synth.pmw
-from synth.accounting import compose
-from synth.mechanisms import AboveThreshold, discrete_laplace, laplace_ratio
-from synth.pmw import HALTED, LAZY, PMW, UPDATE
-from synth.pmw_plan import PMWPlan, _epoch_charges
-from synth.schema import Coded, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+import synth.engines.pmw
+from synth.privacy.accounting import compose
+from synth.privacy.mechanisms import AboveThreshold, discrete_laplace, laplace_ratio
+from synth.engines.pmw import HALTED, LAZY, PMW, UPDATE
+from synth.engines.pmw_plan import PMWPlan, _epoch_charges
+from synth.data.schema import Coded, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 from .privacy_audit import DEFAULT_CONFIDENCE, assert_leak, assert_no_leak, audit, clopper_pearson, mask_event
 
@@ -225,16 +225,16 @@ VARIANTS = {
 
 @contextlib.contextmanager
 def _variant(name: str):
-    """Patch ``synth.pmw`` with a broken part for the duration (in this process only)."""
+    """Patch ``synth.engines.pmw`` with a broken part for the duration (in this process only)."""
     patches = VARIANTS[name]
-    saved = {attribute: getattr(synth.pmw, attribute) for attribute in patches}
+    saved = {attribute: getattr(synth.engines.pmw, attribute) for attribute in patches}
     try:
         for attribute, replacement in patches.items():
-            setattr(synth.pmw, attribute, replacement)
+            setattr(synth.engines.pmw, attribute, replacement)
         yield
     finally:
         for attribute, original in saved.items():
-            setattr(synth.pmw, attribute, original)
+            setattr(synth.engines.pmw, attribute, original)
 
 
 def _sample_job(job) -> tuple[list[tuple], np.ndarray, float]:

@@ -38,8 +38,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from synth.composition import zcdp_epsilon
-from synth.mechanisms import (
+from synth.privacy.composition import zcdp_epsilon
+from synth.privacy.mechanisms import (
     AboveThreshold,
     NumericSparse,
     Sparse,
@@ -50,7 +50,7 @@ from synth.mechanisms import (
     exponential,
     laplace_ratio,
 )
-from synth.mechanisms._exact import discrete_gaussian_exact, discrete_laplace_exact
+from synth.privacy.mechanisms._exact import discrete_gaussian_exact, discrete_laplace_exact
 
 from .privacy_audit import (
     assert_leak,

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli import _common
-from cli.main import main
+from synth_cli import _common
+from synth_cli.main import main
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import re
 import numpy as np
 import pytest
 
-from synth.mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, exponential
-from synth.rng import is_seeded, kernel_state, make_rng
+from synth.privacy.mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, exponential
+from synth.privacy.rng import is_seeded, kernel_state, make_rng
 
 SOURCES = sorted((pathlib.Path(__file__).resolve().parents[1] / "synth").rglob("*.py")) + sorted(
     (pathlib.Path(__file__).resolve().parents[1] / "cli").rglob("*.py")

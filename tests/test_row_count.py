@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from synth.accounting import Accountant
-from synth.mechanisms import discrete_gaussian_noise, discrete_laplace_noise
-from synth.row_count import count_noise_sd, ledger_count_noise_sd, row_count
+from synth.privacy.accounting import Accountant
+from synth.privacy.mechanisms import discrete_gaussian_noise, discrete_laplace_noise
+from synth.privacy.row_count import count_noise_sd, ledger_count_noise_sd, row_count
 
 
 @pytest.mark.parametrize("epsilon", [2.0, 0.5, 0.05])

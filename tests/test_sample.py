@@ -5,21 +5,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import synth.sample
-from synth import data
+import synth.models.sampling
+import synth.models.synthetic
+from synth.data import reading as data
 from synth.errors import SynthError
-from synth.model import Model
-from synth.sample import (
-    _uniform_in_bins,
-    decode_rows,
-    iter_codes,
-    round_counts,
-    sample_codes,
-    sample_model,
-    split_counts,
-    write_synthetic,
-)
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.models.model import Model
+from synth.models.sampling import iter_codes, round_counts, sample_codes, split_counts
+from synth.models.synthetic import _uniform_in_bins, decode_rows, sample_model, write_synthetic
+from synth.data.schema import Categorical, Coded, Numeric, Schema
 
 
 @pytest.fixture
@@ -181,7 +174,7 @@ def test_one_block_draws_nothing():
 
 
 def test_sampling_in_blocks_keeps_the_rounded_histogram(rng, schema, monkeypatch):
-    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 64)
+    monkeypatch.setattr(synth.models.sampling, "SAMPLE_BLOCK_ROWS", 64)
     p = dirichlet(rng, schema.universe_size)
     blocks = list(iter_codes(p, schema, 500, rng=11))
     assert len(blocks) == 8 and sum(len(b) for b in blocks) == 500 and all(20 < len(b) < 110 for b in blocks)
@@ -292,7 +285,7 @@ def test_chunked_writing_gives_the_same_file(tmp_path, schema, rng):
 def test_writing_in_blocks_gives_the_same_file_whatever_the_chunks(tmp_path, schema, rng, monkeypatch):
     """Blocks are sampled between chunks with a generator of their own: the chunk size must
     not shift the decoding's draws."""
-    monkeypatch.setattr(synth.sample, "SAMPLE_BLOCK_ROWS", 64)
+    monkeypatch.setattr(synth.models.sampling, "SAMPLE_BLOCK_ROWS", 64)
     p = dirichlet(rng, schema.universe_size)
     write_synthetic(tmp_path / "one.csv", p, schema, 300, rng=8, chunk_rows=10_000)
     write_synthetic(tmp_path / "many.csv", p, schema, 300, rng=8, chunk_rows=45)
@@ -383,11 +376,11 @@ def test_bad_writing_arguments_are_named_and_write_nothing(tmp_path, schema, opt
 def test_memory_check_counts_one_block_when_writing_and_every_row_when_sampling_a_frame(tmp_path, schema, monkeypatch):
     """write_synthetic holds one block of rows, sample_model every row: 40 MB of memory lets
     the first write 10^7 rows' worth of planning pass and refuses the second."""
-    monkeypatch.setattr(synth.sample, "_available_memory", lambda: 40_000_000)
+    monkeypatch.setattr(synth.models.synthetic, "_available_memory", lambda: 40_000_000)
     p = np.ones(schema.universe_size)
-    synth.sample.check_capacity(None, schema, 10**7, p)
+    synth.models.synthetic.check_capacity(None, schema, 10**7, p)
     with pytest.raises(SynthError, match=r"10,000,000 synthetic rows need about .* of memory"):
-        synth.sample.check_capacity(None, schema, 10**7, p, streamed=False)
+        synth.models.synthetic.check_capacity(None, schema, 10**7, p, streamed=False)
     model = Model(schema=schema, mechanism="test", distribution=p, rows=10**7, rows_public=True)
     with pytest.raises(SynthError, match="of memory"):
         sample_model(model, rng=0)

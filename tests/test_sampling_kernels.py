@@ -12,7 +12,7 @@ from numba import njit
 from scipy import stats
 
 from synth import _kernels
-from synth.rng import kernel_state
+from synth.privacy.rng import kernel_state
 
 from . import reference as ref
 
@@ -85,7 +85,7 @@ def test_discrete_laplace_kernel_matches_python(words, params):
 @settings(max_examples=60, deadline=None)
 @given(states, st.sampled_from([0.3, 1, 2.5, 7.25, 1176.47, 1e6, 4e8, 8.5e8, 1.5e9, 2.14e9]))
 def test_discrete_gaussian_kernel_matches_python(words, sigma2):
-    from synth.mechanisms.discrete import gaussian_parameters
+    from synth.privacy.mechanisms.discrete import gaussian_parameters
 
     p, q, t, y_max = gaussian_parameters(Fraction(sigma2))
     state, twin = as_state(words), ref.Xoshiro(words)
@@ -104,7 +104,7 @@ _TAIL_STATE = [17641767824203138214, 6497498260980460720, 18426795477231853469, 
 
 
 def test_discrete_gaussian_kernel_keeps_a_tail_candidate():
-    from synth.mechanisms.discrete import gaussian_parameters
+    from synth.privacy.mechanisms.discrete import gaussian_parameters
 
     p, q, t, y_max = gaussian_parameters(Fraction(850_000_000))
     state, twin = as_state(_TAIL_STATE), ref.Xoshiro(_TAIL_STATE)
@@ -121,7 +121,7 @@ def test_discrete_gaussian_huge_gamma_path_matches_python(words, case):
     """A ``y_max`` far below the real one sends candidates down the kernel's huge-gamma path
     (Bernoulli(exp(-1)) draws up to the first failure): the same words as the twin."""
     from synth._kernels.sampling import laplace_constants
-    from synth.mechanisms.discrete import gaussian_parameters
+    from synth.privacy.mechanisms.discrete import gaussian_parameters
 
     sigma2, y_max = case
     p, q, t, _ = gaussian_parameters(Fraction(sigma2))
@@ -152,7 +152,7 @@ def test_divmod_128_matches_python(den, data):
 def test_discrete_gaussian_tail_mass_past_the_old_cutoff():
     """At sigma2 = 8.5e8, |z| > 118160 (4.05 sigma: the old kernel's cutoff) has probability
     5.06e-5; the old kernel drew it about 60 times too rarely (about 1.7 in 2e6, not 101)."""
-    from synth.mechanisms.discrete import discrete_gaussian_noise
+    from synth.privacy.mechanisms.discrete import discrete_gaussian_noise
 
     sigma2, cutoff, n = 850_000_000, 118_160, 2_000_000
     z = np.arange(0, 40 * math.isqrt(sigma2), dtype=np.float64)
@@ -166,7 +166,7 @@ def test_discrete_gaussian_tail_mass_past_the_old_cutoff():
 @settings(max_examples=300, deadline=None)
 @given(st.fractions(min_value=Fraction(1, 10**6), max_value=4 * 10**9))
 def test_gaussian_parameters_round_sigma2_up_and_fit_64_bits(sigma2):
-    from synth.mechanisms.discrete import gaussian_parameters
+    from synth.privacy.mechanisms.discrete import gaussian_parameters
 
     found = gaussian_parameters(sigma2)
     if found is None:  # only past the kernel's range

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synth.errors import SchemaError
-from synth.schema import Categorical, Coded, Numeric, Schema
+from synth.data.schema import Categorical, Coded, Numeric, Schema
 
 
 def test_universe_size_is_exact_product(adult_paths):

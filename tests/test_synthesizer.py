@@ -6,8 +6,8 @@ import pytest
 
 import synth
 from synth.errors import SynthError
-from synth.schema import Categorical, Coded, Numeric, Schema
-from synth.workload import Workload
+from synth.data.schema import Categorical, Coded, Numeric, Schema
+from synth.data.workload import Workload
 
 from .test_pmw import correlated_codes
 

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 from . import reference
 from synth.errors import DataError, SchemaError
-from synth.schema import Coded, Schema
-from synth.tables import add_counts, histogram, marginal, marginal_from_dense
+from synth.data.schema import Coded, Schema
+from synth.data.tables import add_counts, histogram, marginal, marginal_from_dense
 
 
 @st.composite
@@ -72,8 +72,8 @@ def test_an_out_of_range_code_is_labelled_as_quoting_the_data():
 
 
 def test_a_query_count_labels_an_out_of_range_code_too():
-    from synth.tables import count_matching
-    from synth.workload import parse_query
+    from synth.data.tables import count_matching
+    from synth.data.workload import parse_query
 
     schema = Schema((Coded("a", 4), Coded("b", 3)))
     with pytest.raises(DataError, match=OUTSIDE_LABELLED):
@@ -125,8 +125,8 @@ def test_add_counts_refuses_a_wrong_sized_table():
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.data())
 def test_scale_query_cells_matches_a_full_mask(sizes, data):
-    from synth.tables import scale_query_cells
-    from synth.workload import Query
+    from synth.data.tables import scale_query_cells
+    from synth.data.workload import Query
 
     schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
@@ -142,8 +142,8 @@ def test_scale_query_cells_matches_a_full_mask(sizes, data):
 
 
 def test_scale_query_cells_checks_the_table():
-    from synth.tables import scale_query_cells
-    from synth.workload import Query
+    from synth.data.tables import scale_query_cells
+    from synth.data.workload import Query
 
     schema = Schema((Coded("a", 3),))
     with pytest.raises(ValueError, match="contiguous flat float64 array of 3 cells"):
@@ -154,8 +154,8 @@ def test_scale_query_cells_checks_the_table():
 def test_scale_query_cells_on_long_contiguous_runs(positions):
     """Trailing unconstrained axes give runs of 16+ cells (the kernel's four-sum path); a code
     range on the last constrained axis joins the run (with free axes before it walked)."""
-    from synth.tables import SelectedCells
-    from synth.workload import Query
+    from synth.data.tables import SelectedCells
+    from synth.data.workload import Query
 
     schema = Schema((Coded("a", 3), Coded("b", 2), Coded("c", 7), Coded("d", 5)))
     rng = np.random.default_rng(len(positions))
@@ -172,7 +172,7 @@ def test_scale_query_cells_on_long_contiguous_runs(positions):
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.data())
 def test_multiply_by_marginal_matches_numpy_broadcasting(sizes, data):
-    from synth.tables import multiply_by_marginal
+    from synth.data.tables import multiply_by_marginal
 
     schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
@@ -205,7 +205,7 @@ def schema_and_subsets(draw, max_size=5):
 @settings(max_examples=200, deadline=None)
 @given(schema_and_subsets(), st.integers(0, 2**32 - 1))
 def test_marginals_from_dense_match_numpy_and_marginal_from_dense(case, seed):
-    from synth.tables import _marginals_from_dense, marginals_from_dense
+    from synth.data.tables import _marginals_from_dense, marginals_from_dense
 
     schema, subsets = case
     rng = np.random.default_rng(seed)
@@ -236,7 +236,7 @@ def test_marginals_from_dense_match_numpy_and_marginal_from_dense(case, seed):
 @given(schema_and_subsets(max_size=24), st.integers(0, 2**32 - 1))
 def test_marginals_from_dense_on_long_rows(case, seed):
     """Columns of up to 24 codes: rows of 16+ cells take the kernels' four-sum path."""
-    from synth.tables import marginals_from_dense
+    from synth.data.tables import marginals_from_dense
 
     schema, subsets = case
     x = np.random.default_rng(seed).random(schema.universe_size)
@@ -247,7 +247,7 @@ def test_marginals_from_dense_on_long_rows(case, seed):
 
 
 def test_marginals_from_dense_axes_follow_each_subset(rng):
-    from synth.tables import marginals_from_dense
+    from synth.data.tables import marginals_from_dense
 
     schema = Schema((Coded("a", 2), Coded("b", 3), Coded("c", 4)))
     x = rng.random(24)
@@ -261,7 +261,7 @@ def test_marginals_from_dense_axes_follow_each_subset(rng):
 
 
 def test_marginals_from_dense_empty_repeated_and_single_column():
-    from synth.tables import marginals_from_dense
+    from synth.data.tables import marginals_from_dense
 
     schema = Schema((Coded("a", 5),))
     x = np.arange(5, dtype=np.float64)
@@ -280,7 +280,7 @@ def test_marginals_from_dense_every_3_way_of_an_adult_sized_universe(rng):
     """MWEM's selection step on adult's 7-column shape: one walk of U, then smaller tables."""
     import itertools
 
-    from synth.tables import _marginals_from_dense, _marginals_plan, marginals_from_dense
+    from synth.data.tables import _marginals_from_dense, _marginals_plan, marginals_from_dense
 
     sizes = (9, 16, 7, 6, 5, 2, 2)
     schema = Schema(tuple(Coded(f"c{i}", s) for i, s in enumerate(sizes)))
@@ -298,7 +298,7 @@ def test_marginals_from_dense_every_3_way_of_an_adult_sized_universe(rng):
 
 
 def test_marginals_from_dense_converts_dtypes_like_marginal_from_dense():
-    from synth.tables import marginals_from_dense
+    from synth.data.tables import marginals_from_dense
 
     schema = Schema((Coded("a", 3), Coded("b", 4)))
     cases = ((np.float32, np.float64), (np.int32, np.int64), (np.uint8, np.int64), (np.int64, np.int64))
@@ -310,7 +310,7 @@ def test_marginals_from_dense_converts_dtypes_like_marginal_from_dense():
 
 
 def test_marginals_from_dense_validates_like_marginal_from_dense():
-    from synth.tables import marginals_from_dense
+    from synth.data.tables import marginals_from_dense
 
     schema = Schema((Coded("a", 3), Coded("b", 4)))
     with pytest.raises(ValueError, match="has 5 cells but the universe has 12"):
@@ -336,7 +336,7 @@ def test_marginal_from_dense_walks_many_merged_axes(columns, rng):
     np.testing.assert_allclose(marginal_from_dense(x, schema, columns),
                                reference.marginal_of_dense(x, schema.shape, positions), rtol=1e-13)
     factors = rng.uniform(0.5, 2.0, size=[schema.shape[p] for p in positions])
-    from synth.tables import multiply_by_marginal
+    from synth.data.tables import multiply_by_marginal
 
     expected = reference.multiply_by_marginal(x, schema.shape, positions, factors)
     total = multiply_by_marginal(x, schema, columns, factors)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from synth.errors import WorkloadError
-from synth.schema import Categorical, Coded, Numeric, Schema
-from synth.tables import marginal
-from synth.workload import Workload
+from synth.data.schema import Categorical, Coded, Numeric, Schema
+from synth.data.tables import marginal
+from synth.data.workload import Workload
 
 from . import reference
 
@@ -183,7 +183,7 @@ def _compact_and_cells():
 
 
 def test_a_whole_marginal_item_is_the_same_queries_as_its_cells():
-    from synth.workload import MarginalCells
+    from synth.data.workload import MarginalCells
 
     schema, compact, cells = _compact_and_cells()
     assert all(isinstance(item, MarginalCells) for item in compact.items) and len(compact.items) == 3

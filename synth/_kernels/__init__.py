@@ -1,6 +1,6 @@
 """Numba kernels, kept together. Private: the public wrappers validate inputs and pass
 contiguous arrays and scalars. Randomness enters only through an explicit xoshiro256**
-state array (``synth.rng.kernel_state``). Each kernel has a NumPy or pure-Python reference
+state array (``synth.privacy.rng.kernel_state``). Each kernel has a NumPy or pure-Python reference
 in ``tests/reference.py`` that the tests compare it with on random inputs."""
 
 from .tables import count_cells, marginalize, marginalize_many, marginals_by_plan, multiply_by_marginal

@@ -1,4 +1,4 @@
-"""Numba kernel for matching synthetic rows to target tables (``synth.matching``)."""
+"""Numba kernel for matching synthetic rows to target tables (``synth.models.matching``)."""
 
 from __future__ import annotations
 

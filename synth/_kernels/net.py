@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .sampling import gumbel
+from synth._kernels.sampling import gumbel
 
 
 @njit(cache=True, inline="always")

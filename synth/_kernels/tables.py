@@ -219,7 +219,7 @@ def marginalize_many(x, start, dims, strides, tables, out):  # pragma: no cover 
 @njit(cache=True)
 def marginals_by_plan(x, work, sources, dim_bounds, dims, stride_bounds, strides, table_bounds, tables,
                       sizes):  # pragma: no cover - compiled
-    """Run a plan of passes (``synth.tables._MarginalsPlan``) that fill tables in ``work``.
+    """Run a plan of passes (``synth.data.tables._MarginalsPlan``) that fill tables in ``work``.
 
     Pass p walks its source, ``x`` when ``sources[p] < 0`` else the table at ``work[sources[p]]``
     (filled by an earlier pass), with the axes ``dims[dim_bounds[p]:dim_bounds[p + 1]]``, and

@@ -1,0 +1,160 @@
+"""Infer a schema from data. The result is NOT differentially private.
+
+Categories and bin edges read off the private data can reveal rows (a rare category shows
+that someone has it; min and max edges show extreme values). The CLI says so loudly; users
+should review the schema or replace it with public knowledge.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
+from synth.errors import DataError, SchemaError
+from synth.data.schema import SHOWN_CHARS, Categorical, Column, Numeric, Schema, shown_value
+
+__all__ = ["infer_schema", "MAX_TEXT_CATEGORIES"]
+
+#: A text column with more distinct values than this is refused (likely an identifier).
+MAX_TEXT_CATEGORIES = 1000
+
+#: A cell written as a whole number (kept exact: a float would turn 2**53 + 1 into 2**53).
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+class _ColumnStats:
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.distinct: set[str] = set()
+        self.overflow = False
+        self.numeric = True
+        self.integral = True
+        self.low = np.inf
+        self.high = -np.inf
+        self.present = 0
+        self.unfit: tuple[int, str] | None = None  # the first (row, problem) of a number infer cannot write
+
+    def add(self, values: pd.Series) -> None:
+        values = values.dropna()
+        self.present += len(values)
+        if self.numeric:
+            numbers = pd.to_numeric(values, errors="coerce")
+            if numbers.isna().any():
+                self.numeric = False
+            elif len(numbers):
+                self._check_range(values, numbers.to_numpy(dtype=np.float64))
+                self.integral = self.integral and bool((numbers == np.floor(numbers)).all())
+                self.low = min(self.low, float(numbers.min()))
+                self.high = max(self.high, float(numbers.max()))
+        if not self.overflow:
+            self.distinct.update(values.unique().tolist())
+            if len(self.distinct) > self.limit:
+                self.overflow = True
+
+    def _check_range(self, texts: pd.Series, numbers: np.ndarray) -> None:
+        """Remember the first cell (its row, from 1) that a numeric schema could not hold as
+        written: a non-finite number (the readers refuse ``inf``), or a whole number past 64
+        bits (as a float it would be written as another number). A large float such as
+        ``1e300`` is fine. It is an error only if the column stays numeric to the end."""
+        if self.unfit is not None:
+            return
+        for i in np.flatnonzero(~np.isfinite(numbers) | (np.abs(numbers) >= 2.0**63)):
+            text = texts.iloc[i]
+            if _INTEGER.fullmatch(text):
+                digits = text.strip()  # quoted as numbers are, without quotes, cut if long
+                if len(digits) > SHOWN_CHARS:
+                    digits = f"{digits[:SHOWN_CHARS]}... ({len(digits)} digits)"
+                problem = f"integer {digits} is past the 64-bit range (about 9.2e18)"
+            elif not math.isfinite(numbers[i]):
+                problem = f"non-finite value {shown_value(text)}; synth reads only finite numbers"
+            else:
+                continue
+            self.unfit = (int(texts.index[i]) + 1, problem)
+            return
+
+
+def infer_schema(
+    path: str | os.PathLike,
+    *,
+    max_categories: int = 32,
+    bins: int = 10,
+    columns: str | Sequence[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> Schema:
+    """A schema from a CSV's values: text columns and numeric columns with at most
+    ``max_categories`` distinct values become categorical (values sorted), other numeric
+    columns get ``bins`` equal-width bins from their minimum to their maximum.
+    """
+    if max_categories < 1 or bins < 1:
+        raise ValueError("max_categories and bins must be >= 1")
+    if is_parquet(Path(path)):
+        raise DataError(f"{path}: is Parquet, and schema infer reads CSV only; write the schema by hand, "
+                        "or infer it from a CSV of the same columns")
+    header = _read_header(path)
+    names = _selected(header, columns, path)
+    stats = {name: _ColumnStats(MAX_TEXT_CATEGORIES) for name in names}
+    with open(path, "rb") as handle:
+        for frame in csv_chunks(handle, path, dtype=str, chunk_rows=chunk_rows):
+            for name in names:
+                stats[name].add(frame[name])
+    return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names), inferred=True)
+
+
+def _selected(header: list[str], columns: str | Sequence[str] | None, path) -> list[str]:
+    if columns is None:
+        names = header
+    elif isinstance(columns, str):
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+    else:
+        names = list(columns)
+    for name in names:
+        if name not in header:
+            raise DataError(f"{path}: column {name!r} is not in the file (columns: {', '.join(header)})")
+    if len(set(names)) != len(names) or len(set(header)) != len(header):
+        raise DataError(f"{path}: a column name appears twice")
+    if not names:
+        raise DataError(f"{path}: no columns selected")
+    return names
+
+
+def _exact_number(text: str) -> int | float:
+    """A numeric cell as a schema value: a whole number exactly, else its float (an integral
+    one below 2^53 as an int: ``2.0`` is ``2``)."""
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    try:
+        number = float(text)
+    except ValueError:  # a form pandas reads and Python does not
+        number = float(pd.to_numeric(text))
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path) -> Column:
+    if stats.present == 0:
+        raise DataError(f"{path}: column {name!r} has no values to infer from")
+    if not stats.numeric:
+        if stats.overflow:
+            raise SchemaError(
+                f"{path}: column {name!r} has more than {MAX_TEXT_CATEGORIES} distinct text values "
+                "(an identifier?); leave it out with --columns or write its schema by hand"
+            )
+        return Categorical(name, tuple(sorted(stats.distinct)))
+    if stats.unfit is not None:
+        row, problem = stats.unfit
+        raise DataError(f"{path}: row {row}, column {shown_value(name)}: {problem}; leave the column out with "
+                        "--columns, or write its schema by hand")
+    if not stats.overflow and len(stats.distinct) <= max_categories:
+        return Categorical(name, tuple(sorted({_exact_number(v) for v in stats.distinct})))
+    if stats.integral:
+        # integer data: equal integer-width bins [low + i*step, low + (i+1)*step)
+        step = max(1, math.ceil((stats.high - stats.low + 1) / bins))
+        return Numeric(name, tuple(int(stats.low) + step * i for i in range(bins + 1)))
+    edges = np.linspace(stats.low, stats.high, bins + 1)
+    return Numeric(name, tuple(float(e) for e in edges))

@@ -1,0 +1,578 @@
+"""The public schema: columns in order, each with a finite set of codes.
+
+A schema is public knowledge (it must not be learnt from the private data without saying
+so). Three column kinds:
+
+* ``Categorical``: an explicit list of labels; code i is ``values[i]``.
+* ``Numeric``: explicit bin edges ``e_0 < ... < e_k``; code i is the bin ``[e_i, e_{i+1})``,
+  the last bin closed. Values outside ``[e_0, e_k]`` are clipped into the edge bins.
+* ``Coded``: data already integer-coded ``0..size-1`` (private-pgm domain files).
+
+The universe U is the product of the column sizes; a row's cell index is the mixed-radix
+(row-major, last column fastest) number of its codes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+import numpy as np
+
+from synth._io import atomic_write, read_json
+from synth.errors import SchemaError
+
+__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "format_value", "shown_value"]
+
+_INT64_MAX = 2**63 - 1
+#: The most codes a column may have: its one-way table is the largest synth counts
+#: (``synth.data.tables.DEFAULT_MAX_CELLS``; past it, sizes overflowed the workload's int64 cell
+#: offsets or exhausted memory instead of being refused).
+MAX_COLUMN_SIZE = 10**8
+
+
+def format_value(value: Any) -> str:
+    """Short human-readable text for a label or number (quoted when it would be ambiguous).
+
+    A float is written in its shortest exact form, as an integer where it has one below
+    1e16 (``3``, not ``3.0``; ``1e+300``, not 301 digits that were never in any file)."""
+    if isinstance(value, float):  # np.float64 too (repr of a plain float: no 'np.float64(...)')
+        value = float(value)
+        return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+    if isinstance(value, str):
+        if value == "" or value != value.strip() or any(c in value for c in ",{}[]=\"'"):
+            return json.dumps(value)
+        return value
+    return str(value)
+
+
+#: Longest text an error quotes whole; longer values are cut, their length said.
+SHOWN_CHARS = 60
+
+
+def shown_value(value: Any) -> str:
+    """A value as an error quotes it: strings quoted, numbers plain (``format_value``), and
+    anything longer than ``SHOWN_CHARS`` cut with an ellipsis and its length, so one huge
+    cell cannot make a huge message."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= SHOWN_CHARS else f"{value[:SHOWN_CHARS]!r}... ({len(value)} characters)"
+    try:
+        text = format_value(value)
+    except ValueError:  # an integer past Python's 4300-digit limit on str()
+        return f"(an integer of {int(value).bit_length()} bits)"
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _float_sized(value: Any) -> bool:
+    """A number that converts to a float (a JSON integer can be far beyond 1e308)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _is_integer(value: Any) -> bool:
+    """An integer, or a float with an integer value (not a bool, not nan or inf)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return True
+    return isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer()
+
+
+def _runs(codes: np.ndarray) -> list[tuple[int, int]]:
+    """Split sorted distinct codes into maximal runs of consecutive codes, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for code in codes.tolist():
+        if runs and code == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], code)
+        else:
+            runs.append((code, code))
+    return runs
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """A column with an explicit, ordered list of labels (code i is ``values[i]``)."""
+
+    name: str
+    values: tuple
+    kind: ClassVar[str] = "categorical"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(self.values))
+        _check_name(self.name)
+        if not self.values:
+            raise SchemaError(f"column {self.name!r}: a categorical column needs at least one value")
+        for value in self.values:
+            if not (isinstance(value, str) or (_is_number(value) and _float_sized(value))):
+                raise SchemaError(
+                    f"column {self.name!r}: value {value!r} must be a string or a number (within float range)"
+                )
+        seen: set = set()
+        for value in self.values:
+            key = _label_key(value)
+            if key in seen:
+                raise SchemaError(f"column {self.name!r}: value {value!r} is listed twice")
+            seen.add(key)
+
+    @property
+    def size(self) -> int:
+        return len(self.values)
+
+    @property
+    def numeric_labels(self) -> bool:
+        """True when every label is a number, so data values are matched numerically."""
+        return all(_is_number(v) for v in self.values)
+
+    def code_of(self, value: Any) -> int:
+        """The code of one label; ``ValueError`` naming the allowed labels if unknown."""
+        lookup = self._lookup
+        key = _label_key(value) if (isinstance(value, str) or _is_number(value)) else None
+        if key in lookup:
+            return lookup[key]
+        if key is not None and str(value) in self._str_lookup:
+            return self._str_lookup[str(value)]
+        raise ValueError(f"unknown value {value!r}; allowed: {_list_preview(self.values)}")
+
+    def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
+        """Codes of the labels from ``lo`` to ``hi`` inclusive, in the schema's label order."""
+        a, b = self.code_of(lo), self.code_of(hi)
+        if a > b:
+            raise ValueError(
+                f"range [{lo!r}, {hi!r}] has lo after hi in the column's value order"
+            )
+        return np.arange(a, b + 1)
+
+    def describe(self, codes: np.ndarray) -> str:
+        labels = [format_value(self.values[c]) for c in codes.tolist()]
+        if len(labels) == 1:
+            return f"{self.name} = {labels[0]}"
+        return f"{self.name} in {{{', '.join(labels)}}}"
+
+    def to_query_value(self, codes: np.ndarray) -> Any:
+        labels = [self.values[c] for c in codes.tolist()]
+        return labels[0] if len(labels) == 1 else labels
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values, dtype=object)[codes]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": self.kind, "values": list(self.values)}
+
+    @property
+    def _lookup(self) -> dict:
+        cache = self.__dict__.get("_lookup_cache")
+        if cache is None:
+            cache = {_label_key(v): i for i, v in enumerate(self.values)}
+            object.__setattr__(self, "_lookup_cache", cache)
+        return cache
+
+    @property
+    def _str_lookup(self) -> dict:
+        cache = self.__dict__.get("_str_lookup_cache")
+        if cache is None:
+            strings = [str(v) for v in self.values]
+            cache = {s: i for i, s in enumerate(strings)} if len(set(strings)) == len(strings) else {}
+            object.__setattr__(self, "_str_lookup_cache", cache)
+        return cache
+
+
+@dataclass(frozen=True)
+class Numeric:
+    """A numeric column cut into bins by explicit edges (code i is ``[e_i, e_{i+1})``).
+
+    The last bin is closed, ``[e_{k-1}, e_k]``. Data values below ``e_0`` or above ``e_k`` are
+    clipped into the first or last bin and counted as clipped. Decoding gives each bin's
+    midpoint.
+    """
+
+    name: str
+    edges: tuple
+    kind: ClassVar[str] = "numeric"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "edges", tuple(self.edges))
+        _check_name(self.name)
+        if len(self.edges) < 2:
+            raise SchemaError(f"column {self.name!r}: a numeric column needs at least two bin edges")
+        for edge in self.edges:
+            if not _is_number(edge) or not _float_sized(edge) or not math.isfinite(edge):
+                raise SchemaError(f"column {self.name!r}: bin edge {edge!r} must be a finite number")
+        for a, b in zip(self.edges, self.edges[1:]):
+            if not a < b:
+                raise SchemaError(
+                    f"column {self.name!r}: bin edges must increase strictly, but {a!r} is followed by {b!r}"
+                )
+
+    @property
+    def size(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def edge_array(self) -> np.ndarray:
+        return np.asarray(self.edges, dtype=np.float64)
+
+    def bin_codes(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bin codes for finite ``values`` and a mask of the values clipped into an edge bin."""
+        edges = self.edge_array
+        codes = np.searchsorted(edges, values, side="right") - 1
+        np.clip(codes, 0, self.size - 1, out=codes)
+        clipped = (values < edges[0]) | (values > edges[-1])
+        return codes, clipped
+
+    def code_of(self, value: Any) -> int:
+        """The bin that holds ``value``; it must lie within the edges."""
+        if not _is_number(value):
+            raise ValueError(f"value {value!r} is not a number")
+        if not self.edges[0] <= value <= self.edges[-1]:
+            raise ValueError(
+                f"value {value!r} lies outside the bin edges "
+                f"[{format_value(self.edges[0])}, {format_value(self.edges[-1])}]"
+            )
+        return int(self.bin_codes(np.array([float(value)]))[0][0])
+
+    def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
+        """Bins that lie wholly inside ``[lo, hi]`` (so a count never includes values outside)."""
+        for v in (lo, hi):
+            if not _is_number(v):
+                raise ValueError(f"range bound {v!r} is not a number")
+        if lo > hi:
+            raise ValueError(f"range [{lo!r}, {hi!r}] has lo > hi")
+        edges = self.edge_array
+        lo, hi = (v if _float_sized(v) else math.inf if v > 0 else -math.inf for v in (lo, hi))  # past 1e308
+        inside = np.flatnonzero((edges[:-1] >= lo) & (edges[1:] <= hi))
+        if inside.size == 0:
+            raise ValueError(
+                f"range [{lo!r}, {hi!r}] holds no whole bin; bin edges are {_list_preview(self.edges)}"
+            )
+        return inside
+
+    def interval(self, first: int, last: int) -> str:
+        close = "]" if last == self.size - 1 else ")"
+        return f"[{format_value(self.edges[first])}, {format_value(self.edges[last + 1])}{close}"
+
+    def describe(self, codes: np.ndarray) -> str:
+        return f"{self.name} in " + " or ".join(self.interval(a, b) for a, b in _runs(codes))
+
+    def to_query_value(self, codes: np.ndarray) -> Any:
+        runs = _runs(codes)
+        if len(runs) == 1:
+            first, last = runs[0]
+            return {"range": [self.edges[first], self.edges[last + 1]]}
+        return [self.edges[c] for c in codes.tolist()]  # left edges: each picks its own bin
+
+    def midpoints(self) -> np.ndarray:
+        edges = self.edge_array
+        return (edges[:-1] + edges[1:]) / 2
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        return self.midpoints()[codes]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": self.kind, "edges": list(self.edges)}
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A column already integer-coded as ``0..size-1`` (private-pgm domain files)."""
+
+    name: str
+    size: int
+    kind: ClassVar[str] = "coded"
+
+    def __post_init__(self) -> None:
+        _check_name(self.name)
+        problem = _size_problem(self.size)
+        if problem:
+            raise SchemaError(f"column {self.name!r}: {problem}")
+        object.__setattr__(self, "size", int(self.size))
+
+    def code_of(self, value: Any) -> int:
+        if not _is_integer(value):
+            raise ValueError(f"value {value!r} is not an integer code")
+        if not 0 <= value < self.size:
+            raise ValueError(f"value {value!r} is outside the domain 0..{self.size - 1}")
+        return int(value)
+
+    def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
+        for v in (lo, hi):
+            if not _is_integer(v):
+                raise ValueError(f"range bound {v!r} is not an integer code")
+        if lo > hi:
+            raise ValueError(f"range [{lo!r}, {hi!r}] has lo > hi")
+        a, b = max(int(lo), 0), min(int(hi), self.size - 1)
+        if a > b:
+            raise ValueError(f"range [{lo!r}, {hi!r}] lies outside the domain 0..{self.size - 1}")
+        return np.arange(a, b + 1)
+
+    def describe(self, codes: np.ndarray) -> str:
+        runs = _runs(codes)
+        if len(runs) == 1 and runs[0][0] == runs[0][1]:
+            return f"{self.name} = {runs[0][0]}"
+        if len(runs) == 1 and runs[0][1] - runs[0][0] >= 2:
+            return f"{self.name} in {runs[0][0]}..{runs[0][1]}"
+        return f"{self.name} in {{{', '.join(map(str, codes.tolist()))}}}"
+
+    def to_query_value(self, codes: np.ndarray) -> Any:
+        values = codes.tolist()
+        return values[0] if len(values) == 1 else values
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        return np.asarray(codes, dtype=np.int64)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": self.kind, "size": self.size}
+
+
+def _size_problem(size: Any) -> str | None:
+    """What is wrong with a coded column's size (None if nothing): it must be an integer (not
+    a bool, not text) from 1 to ``MAX_COLUMN_SIZE``."""
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+        return f"size {shown_value(size)} must be an integer >= 1"
+    if size > MAX_COLUMN_SIZE:
+        return (f"size {shown_value(size)} is too large: a column may have at most {MAX_COLUMN_SIZE:,} codes "
+                "(the most cells of a table synth counts)")
+    return None
+
+
+Column = Union[Categorical, Numeric, Coded]
+_KINDS = {cls.kind: cls for cls in (Categorical, Numeric, Coded)}
+
+
+#: What an inferred schema says of itself in its JSON.
+INFERRED_DESCRIPTION = ("inferred from the data by synth schema infer: its categories and bin edges are NOT "
+                        "differentially private; review them or replace them with public knowledge")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Columns in order (public knowledge) and, optionally, the public row count ``rows``.
+
+    ``inferred`` marks a schema read off the data itself (``synth schema infer``): its
+    categories and bin edges are then NOT private, and every private run says so.
+    """
+
+    columns: tuple
+    rows: int | None = None
+    inferred: bool = False
+    _positions: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        columns = tuple(self.columns)
+        object.__setattr__(self, "columns", columns)
+        for column in columns:
+            if not isinstance(column, (Categorical, Numeric, Coded)):
+                raise TypeError(f"schema column {column!r} must be Categorical, Numeric or Coded")
+        positions: dict[str, int] = {}
+        for i, column in enumerate(columns):
+            if column.name in positions:
+                raise SchemaError(f"column {column.name!r} appears twice in the schema")
+            positions[column.name] = i
+        object.__setattr__(self, "_positions", positions)
+        if self.rows is not None and (
+            not isinstance(self.rows, (int, np.integer)) or isinstance(self.rows, bool)
+            or not 0 <= self.rows <= _INT64_MAX
+        ):
+            raise SchemaError(f"rows ({self.rows!r}) must be a non-negative integer (at most 2^63 - 1) or absent")
+        if not isinstance(self.inferred, bool):
+            raise SchemaError(f"inferred ({self.inferred!r}) must be true or false")
+
+    # -- shape ---------------------------------------------------------------------------
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(c.size for c in self.columns)
+
+    @property
+    def universe_size(self) -> int:
+        """|U|, the product of the column sizes, as an exact Python integer."""
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __getitem__(self, key: str | int) -> Column:
+        return self.columns[self.index(key) if isinstance(key, str) else key]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def index(self, name: str) -> int:
+        """Position of column ``name``; ``SchemaError`` listing the columns if unknown."""
+        try:
+            return self._positions[name]
+        except KeyError:
+            raise SchemaError(f"unknown column {name!r}; columns are: {', '.join(self.names)}") from None
+
+    def project(self, names: Iterable[str]) -> Schema:
+        """The schema restricted to ``names``, in the order given."""
+        names = list(names)
+        if not names:
+            raise SchemaError("at least one column must be selected")
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise SchemaError(f"column {name!r} is selected twice")
+            seen.add(name)
+        return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred)
+
+    def select(self, columns: str | Sequence[str] | None) -> Schema:
+        """``project`` from a comma-separated string or a list; ``None`` keeps every column."""
+        if columns is None:
+            return self
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
+        return self.project(columns)
+
+    # -- mixed-radix cell index ----------------------------------------------------------
+    @property
+    def strides(self) -> np.ndarray:
+        """Row-major strides of the cell index (last column fastest), as int64."""
+        if self.universe_size > _INT64_MAX:
+            raise SchemaError(
+                f"universe of {self.universe_size:.3e} cells is too large to index with 64-bit integers"
+            )
+        strides = np.ones(len(self), dtype=np.int64)
+        for i in range(len(self) - 2, -1, -1):
+            strides[i] = strides[i + 1] * self.shape[i + 1]
+        return strides
+
+    def cell_index(self, codes: np.ndarray) -> np.ndarray:
+        """Cell indices (int64) of rows of codes, shape ``(n, len(self))``."""
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[1] != len(self):
+            raise ValueError(f"codes must have shape (n, {len(self)}), got {codes.shape}")
+        return codes.astype(np.int64) @ self.strides
+
+    def cell_codes(self, index: np.ndarray | int) -> np.ndarray:
+        """Inverse of ``cell_index``: codes of shape ``(n, len(self))`` for cell indices."""
+        index = np.atleast_1d(np.asarray(index, dtype=np.int64))
+        if index.size and (index.min() < 0 or index.max() >= self.universe_size):
+            raise ValueError(f"cell index out of range 0..{self.universe_size - 1}")
+        return ((index[:, None] // self.strides) % np.asarray(self.shape, dtype=np.int64)).astype(np.int64)
+
+    # -- JSON ----------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"version": 1, "columns": [c.to_dict() for c in self.columns]}
+        if self.rows is not None:
+            out["rows"] = int(self.rows)
+        if self.inferred:
+            out["inferred"] = True
+            out["description"] = INFERRED_DESCRIPTION
+        return out
+
+    @classmethod
+    def from_dict(cls, obj: Any, source: object = "schema") -> Schema:
+        """Build from the rich format or a private-pgm domain (``{"col": size, ...}``)."""
+        if not isinstance(obj, dict) or not obj:
+            raise SchemaError(f"{source}: expected a JSON object with 'columns', or a domain {{column: size}}")
+        if _is_domain(obj):
+            columns = []
+            for name, size in obj.items():
+                if not name:
+                    raise SchemaError(f"{source}: column name {name!r} must be a non-empty string")
+                problem = _size_problem(size)
+                if problem:
+                    raise SchemaError(f"{source}: column {name!r}: {problem}")
+                columns.append(Coded(name, size))
+            return cls(tuple(columns))
+        _check_keys(obj, _SCHEMA_KEYS, source, "schema")
+        if obj.get("version", 1) != 1:
+            raise SchemaError(f"{source}: schema version {obj['version']!r} is not supported (expected 1)")
+        entries = obj.get("columns")
+        if not isinstance(entries, list) or not entries:
+            raise SchemaError(f"{source}: 'columns' must be a non-empty list of column objects")
+        columns = [_column_from_dict(entry, i, source) for i, entry in enumerate(entries)]
+        try:
+            return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False))
+        except SchemaError as exc:
+            raise SchemaError(f"{source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Schema:
+        """Read a schema or private-pgm domain JSON file."""
+        return cls.from_dict(read_json(path, SchemaError), source=path)
+
+    def to_json_text(self) -> str:
+        """The rich JSON format as text."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the rich JSON format atomically."""
+        with atomic_write(path, encoding="utf-8") as handle:
+            handle.write(self.to_json_text())
+
+
+_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred"}
+
+
+def _is_domain(obj: dict) -> bool:
+    """Whether a JSON object is a private-pgm domain ``{column: size}``: every value a number,
+    or no 'columns' key, a key that is not the rich format's, and only plain values (so a size
+    of ``"x"`` or ``true`` is called a bad size, not an unknown key)."""
+    if all(_is_number(v) for v in obj.values()):
+        return True
+    return "columns" not in obj and not set(obj) <= _SCHEMA_KEYS and \
+        not any(isinstance(v, (dict, list)) for v in obj.values())
+
+
+def _label_key(value: Any) -> Any:
+    """Dict key for a label: numbers compare by value (1 == 1.0), strings as themselves."""
+    if _is_number(value):
+        return ("n", float(value) if _float_sized(value) else value)  # an int past 1e308 equals no float label
+    return ("s", value)
+
+
+def _list_preview(values: Sequence, limit: int = 12) -> str:
+    shown = ", ".join(format_value(v) for v in list(values)[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"column name {name!r} must be a non-empty string")
+
+
+def _check_keys(obj: dict, allowed: set[str], source: object, what: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise SchemaError(
+            f"{source}: unknown key {unknown[0]!r} in {what}; allowed keys: {', '.join(sorted(allowed))}"
+        )
+
+
+def _column_from_dict(entry: Any, position: int, source: object) -> Column:
+    where = f"{source}: column #{position + 1}"
+    if not isinstance(entry, dict):
+        raise SchemaError(f"{where}: expected an object with 'name' and 'type', got {entry!r}")
+    name = entry.get("name")
+    if isinstance(name, str) and name:
+        where = f"{source}: column {name!r}"
+    kind = entry.get("type")
+    if not isinstance(kind, str) or kind not in _KINDS:  # a list or an object is not even hashable
+        raise SchemaError(f"{where}: type {kind!r} must be one of: {', '.join(_KINDS)}")
+    field_name = {"categorical": "values", "numeric": "edges", "coded": "size"}[kind]
+    _check_keys(entry, {"name", "type", field_name}, where, "column")
+    if field_name not in entry:
+        raise SchemaError(f"{where}: a {kind} column needs '{field_name}'")
+    value = entry[field_name]
+    if field_name != "size" and not isinstance(value, list):
+        raise SchemaError(f"{where}: '{field_name}' must be a list, got {value!r}")
+    try:
+        return _KINDS[kind](name, value)
+    except SchemaError as exc:
+        raise SchemaError(f"{source}: {exc}") from None

@@ -1,0 +1,193 @@
+"""Integer counts and rows of codes from a distribution over the universe: the low-level sampling
+that the dense and the factored models share (post-processing, so it costs no privacy).
+
+1. ``round_counts``: integer counts per cell that sum to the requested row count, by
+   controlled rounding (largest remainder, ties broken at random) or a multinomial draw;
+2. ``sample_codes``: those counts as rows of integer codes, in random order (the order of
+   synthetic rows must not reveal the cell order); ``iter_codes`` gives them in blocks of
+   about ``SAMPLE_BLOCK_ROWS`` (``split_counts`` deals the counts into blocks), so sampling
+   10^8 rows holds one block, not every row.
+
+Every random step takes ``rng: Generator | int | None`` (see ``synth.privacy.rng``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from synth.data.reading import code_dtype
+from synth.data.schema import Schema
+from synth.privacy.rng import make_rng
+
+__all__ = ["METHODS", "SAMPLE_BLOCK_ROWS", "block_count", "check_choice", "check_rows", "iter_codes", "round_counts",
+           "sample_codes", "shuffled_blocks", "split_counts"]
+
+METHODS = ("round", "multinomial")
+#: Rows sampled at once (their cell indices, codes and, for a factored model, the ancestral
+#: sampler's per-row arrays): the memory of sampling, whatever the number of rows.
+SAMPLE_BLOCK_ROWS = 2**20
+
+
+# -- counts ---------------------------------------------------------------------------------
+
+
+def round_counts(
+    distribution: np.ndarray, rows: int, method: str = "round", rng: np.random.Generator | int | None = None
+) -> np.ndarray:
+    """Integer counts per cell (int64) that sum exactly to ``rows``.
+
+    ``method="round"``: controlled rounding by largest remainder. Each cell gets
+    ``floor(rows * p)``, and the cells with the largest fractional parts get one more until
+    the total is ``rows``; equal fractional parts are broken at random (no bias toward low
+    cell indices). Every count is the floor or the ceiling of ``rows * p``, so the total
+    absolute error is the least possible. O(U) time (a partition, not a sort).
+
+    ``method="multinomial"``: ``rows`` independent draws from the distribution.
+
+    ``distribution`` need not be normalized: it is divided by its sum.
+    """
+    p = _check_distribution(distribution)
+    rows = check_rows(rows)
+    check_choice("method", method, METHODS)
+    rng = make_rng(rng)
+    total = float(p.sum())
+    if method == "multinomial":
+        return rng.multinomial(rows, p / total).astype(np.int64, copy=False)
+    frac = p / total  # not p * (rows / total), which overflows for a tiny total
+    frac *= rows
+    counts = frac.astype(np.int64)  # floor: the values are non-negative
+    frac -= counts
+    short = rows - int(counts.sum())  # in [0, U) but for float error in rows * p
+    if short >= p.size:  # float error only: spread whole rounds evenly
+        counts += short // p.size
+        short %= p.size
+    if short > 0:
+        counts[_largest(frac, short, rng)] += 1
+    while short < 0:  # float error only: floors summing past rows; take from the smallest remainders
+        positive = np.flatnonzero(counts > 0)
+        take = min(-short, positive.size)
+        counts[positive[_largest(-frac[positive], take, rng)]] -= 1
+        short += take
+    return counts
+
+
+def _largest(key: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the ``k`` largest values of ``key`` (0 < k <= size); ties chosen at random."""
+    threshold = np.partition(key, key.size - k)[key.size - k]  # the k-th largest, O(U)
+    above = np.flatnonzero(key > threshold)
+    tied = np.flatnonzero(key == threshold)
+    return np.concatenate([above, rng.choice(tied, k - above.size, replace=False)])
+
+
+# -- codes ----------------------------------------------------------------------------------
+
+
+def sample_codes(
+    distribution: np.ndarray,
+    schema: Schema,
+    rows: int,
+    method: str = "round",
+    rng: np.random.Generator | int | None = None,
+) -> np.ndarray:
+    """``rows`` rows of codes, shape ``(rows, len(schema))``, with ``round_counts``'s histogram.
+
+    The rows come in random order. Memory: the codes, plus one block's cell indices.
+    """
+    blocks = list(iter_codes(distribution, schema, rows, method, rng))
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def iter_codes(
+    distribution: np.ndarray,
+    schema: Schema,
+    rows: int,
+    method: str = "round",
+    rng: np.random.Generator | int | None = None,
+    block_rows: int | None = None,
+) -> Iterator[np.ndarray]:
+    """``sample_codes``'s rows, in blocks of about ``block_rows`` (default ``SAMPLE_BLOCK_ROWS``;
+    at least one block, maybe
+    empty): the counts are rounded once over all rows, then dealt into blocks
+    (``split_counts``) and each block shuffled, so the blocks in turn are a random order of
+    the rows."""
+    rng = make_rng(rng)
+    p = _check_distribution(distribution)
+    if p.size != schema.universe_size:
+        raise ValueError(
+            f"distribution has {p.size} cells but the schema's universe has {schema.universe_size}"
+        )
+    dtype = code_dtype(schema)
+    for cells in shuffled_blocks(round_counts(p, rows, method, rng), rng, block_rows):
+        yield schema.cell_codes(cells).astype(dtype)
+
+
+def shuffled_blocks(counts: np.ndarray, rng: np.random.Generator, block_rows: int | None = None
+                    ) -> Iterator[np.ndarray]:
+    """The rows of ``counts`` (rows per cell) as cell indices in random order, in blocks of
+    about ``block_rows``: the counts dealt into blocks (``split_counts``), each block
+    shuffled."""
+    occupied = np.flatnonzero(counts)
+    for part in split_counts(counts[occupied], block_count(int(counts.sum()), block_rows), rng):
+        cells = np.repeat(occupied, part)
+        rng.shuffle(cells)
+        yield cells
+
+
+def block_count(rows: int, block_rows: int | None = None) -> int:
+    """How many blocks of about ``block_rows`` rows (default ``SAMPLE_BLOCK_ROWS``) sampling
+    ``rows`` takes (at least 1)."""
+    block_rows = SAMPLE_BLOCK_ROWS if block_rows is None else block_rows
+    return max(1, -(-int(rows) // int(block_rows)))
+
+
+def split_counts(counts: np.ndarray, blocks: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """``counts`` (rows per cell) dealt into ``blocks`` parts, each row to a uniformly random
+    part (binomial splitting: the parts are a uniformly random order of the rows, cut into
+    pieces), yielded in turn; the parts sum to ``counts``. One block draws nothing."""
+    remaining = np.asarray(counts, dtype=np.int64)
+    for left in range(blocks, 1, -1):
+        part = rng.binomial(remaining, 1.0 / left)
+        remaining = remaining - part
+        yield part
+    yield remaining
+
+
+# -- validation -----------------------------------------------------------------------------
+
+
+def _check_distribution(distribution: Any) -> np.ndarray:
+    try:
+        p = np.asarray(distribution, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"distribution must be an array of numbers, not {type(distribution).__name__}"
+        ) from None
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"distribution must be a non-empty 1-D array over the universe, got shape {p.shape}")
+    bad = ~np.isfinite(p)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"distribution has a non-finite value ({float(p[i])!r}) at cell {i}")
+    if p.min() < 0:
+        i = int(np.argmin(p))
+        raise ValueError(f"distribution has a negative value ({float(p[i])!r}) at cell {i}")
+    if not p.sum() > 0:
+        raise ValueError("distribution sums to 0; it needs a positive total")
+    return p
+
+
+def check_rows(rows: Any) -> int:
+    if not isinstance(rows, numbers.Integral) or isinstance(rows, bool):
+        raise TypeError(f"rows ({rows!r}) must be an integer")
+    if rows < 0:
+        raise ValueError(f"rows ({rows}) must be >= 0")
+    return int(rows)
+
+
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if not (isinstance(value, str) and value in allowed):
+        raise ValueError(f"{name} ({value!r}) must be one of: {', '.join(map(repr, allowed))}")

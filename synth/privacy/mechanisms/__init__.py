@@ -1,0 +1,31 @@
+"""Privacy mechanisms: exact discrete noise, the exponential mechanism and sparse vector.
+
+Every function and class takes ``rng: numpy.random.Generator | int | None`` (``None``:
+seeded from the OS's secure source) and an optional ``accountant`` that is checked before
+sampling and charged at release.
+"""
+
+from synth.privacy.mechanisms.discrete import (
+    discrete_gaussian,
+    discrete_gaussian_noise,
+    discrete_laplace,
+    discrete_laplace_noise,
+    laplace_ratio,
+    mean_abs_noise,
+)
+from synth.privacy.mechanisms.exponential import StreamingExponential, exponential
+from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
+
+__all__ = [
+    "AboveThreshold",
+    "NumericSparse",
+    "Sparse",
+    "StreamingExponential",
+    "discrete_gaussian",
+    "discrete_gaussian_noise",
+    "discrete_laplace",
+    "discrete_laplace_noise",
+    "exponential",
+    "laplace_ratio",
+    "mean_abs_noise",
+]

@@ -1,0 +1,2 @@
+"""Report layer: evaluation of a release against the data and baselines, and the HTML report.
+Imports the engines layer and below."""

@@ -1,0 +1,605 @@
+"""The evaluation report: a folder of CSV, JSON, PNG plots and an HTML page (NON-PRIVATE).
+
+``write_report`` turns a ``synth.report.evaluate.Evaluation`` (and optionally PMW's KL monitor) into a
+folder::
+
+    answers.csv               one row per query: true, released, absolute and relative error
+    summary.json              the numbers (see ``Evaluation.summary``) and what was compared
+    error_distribution.png    histogram of the absolute errors (fractions of n)
+    marginal_errors.png       L1 error per marginal (when the release determines any marginal)
+    true_vs_released.png      released against true answers (fractions of n), with y = x
+    kl_potential.png          with a monitor: the KL potential per update against the theory
+    round_timeline.png        with a monitor: which query each update came from, its true error
+    index.html                all of the above on one page, linked by relative paths
+
+The folder appears whole or not at all: it is built in a hidden temporary folder beside the
+target and renamed into place. An existing target is replaced only when it is empty or a
+previous report (a ``summary.json`` of this format and nothing but report files); any other
+existing folder is refused, so no user file is ever deleted.
+
+Plots are drawn with matplotlib's Agg renderer through its object API (``Figure`` and
+``FigureCanvasAgg``), imported only when a report is written: no display, no pyplot global
+state, and ``import synth`` stays fast.
+
+Every file reads the private data: the report is for the data owner only.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from synth.errors import SynthError
+from synth.engines.monitor import PLAN_PREFIX
+
+__all__ = [
+    "REPORT_FILES",
+    "REPORT_FORMAT",
+    "MonitorLog",
+    "ReportError",
+    "check_report_folder",
+    "read_monitor",
+    "write_report",
+]
+
+REPORT_FORMAT = "synth-evaluation"
+REPORT_FORMAT_VERSION = 1
+
+ANSWERS = "answers.csv"
+SUMMARY = "summary.json"
+INDEX = "index.html"
+ERROR_PLOT = "error_distribution.png"
+MARGINAL_PLOT = "marginal_errors.png"
+SCATTER_PLOT = "true_vs_released.png"
+KL_PLOT = "kl_potential.png"
+TIMELINE_PLOT = "round_timeline.png"
+#: Every file a report may hold (a folder with anything else is not replaced).
+REPORT_FILES = (ANSWERS, SUMMARY, INDEX, ERROR_PLOT, MARGINAL_PLOT, SCATTER_PLOT, KL_PLOT, TIMELINE_PLOT)
+
+HEADER_TEXT = ("NON-PRIVATE: this report READS THE PRIVATE DATA. It compares the released answers with exact "
+               "answers computed from the true data, so every number and plot here is for the data owner only; "
+               "never publish or share it.")
+
+_MONITOR_COLUMNS = ("update", "updates_allowed", "query_id", "query", "true_error", "sign_correct",
+                    "phi_before", "phi_after", "drop", "guaranteed_drop", "flag")
+#: The practical variant's monitor (synth.engines.monitor.PracticalMonitor) has these instead.
+_PRACTICAL_COLUMNS = ("update", "updates_allowed", "query_id", "query", "columns", "true_error", "phi_before",
+                      "phi_after", "drop", "pythagorean_bound", "flag")
+_MOST_BARS = 40  # marginals shown in the bar chart (the worst ones)
+_WORST_QUERIES = 20  # rows of the worst-queries table in index.html
+
+
+class ReportError(SynthError):
+    """A report folder or a monitor file that cannot be used."""
+
+
+# -- the monitor ----------------------------------------------------------------------------
+
+
+@dataclass
+class MonitorLog:
+    """PMW's KL monitor CSV (``synth answer --monitor``): one entry per update.
+
+    ``updates_allowed`` is the run's update bound L and ``planned_threshold`` its threshold T,
+    both from the file's plan line (files without one: L from the rows, T from the guaranteed
+    drop; ``None`` when there is no row either). ``variant`` is "theory" (the textbook PMW:
+    ``guaranteed_drop`` per update) or "practical" (``pythagorean_bound`` per update, and
+    ``true_error`` is the tested marginal's L1 error).
+    """
+
+    update: np.ndarray
+    updates_allowed: int | None
+    query_id: np.ndarray
+    query: list[str]
+    true_error: np.ndarray
+    phi_before: np.ndarray
+    phi_after: np.ndarray
+    guaranteed_drop: np.ndarray
+    flag: list[str]
+    planned_threshold: float | None = None
+    variant: str = "theory"
+    pythagorean_bound: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.update.size)
+
+    @property
+    def threshold(self) -> float | None:
+        """PMW's threshold T (the guaranteed drop is T^2/16); None when the file records neither."""
+        if self.planned_threshold is not None:
+            return self.planned_threshold
+        if self.variant == "practical" or not len(self):
+            return None
+        return float(4 * math.sqrt(self.guaranteed_drop[0]))
+
+    @property
+    def allowed_text(self) -> str:
+        """``L = 567`` (or that the file does not record L), for labels."""
+        if self.updates_allowed is None:
+            return "L not recorded in the monitor file"
+        return f"L = {self.updates_allowed:,}"
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "updates": len(self),
+            "updates_allowed": self.updates_allowed,
+            "threshold": self.threshold,
+            "phi_start": _finite(self.phi_before[0]) if len(self) else None,
+            "phi_end": _finite(self.phi_after[-1]) if len(self) else None,
+            "flagged_updates": sum(1 for f in self.flag if f),
+        }
+
+
+def read_monitor(path: str | os.PathLike) -> MonitorLog:
+    """Read a KL monitor CSV: a ``# NON-PRIVATE`` first line, the plan line
+    (``# plan: updates_allowed=L threshold=T``; older files lack it), then the rows of ``MonitorRow``."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            lines = handle.read().splitlines(keepends=True)
+        if not lines or not lines[0].startswith("# NON-PRIVATE"):
+            raise ReportError(f"{path}: not a PMW monitor file (its first line should be '# NON-PRIVATE ...', "
+                              "as synth answer --mechanism pmw --monitor writes it)")
+        plan: dict[str, str] = {}
+        body = 1
+        while body < len(lines) and lines[body].startswith("#"):
+            if lines[body].startswith(PLAN_PREFIX):
+                plan = _plan_line(path, body + 1, lines[body][len(PLAN_PREFIX):])
+            body += 1
+        reader = csv.DictReader(lines[body:])
+        practical = plan.get("variant") == "practical" or "pythagorean_bound" in (reader.fieldnames or [])
+        absent = [c for c in (_PRACTICAL_COLUMNS if practical else _MONITOR_COLUMNS)
+                  if c not in (reader.fieldnames or [])]
+        if absent:
+            raise ReportError(f"{path}: not a PMW monitor file: no column {absent[0]!r}")
+        rows = list(reader)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not UTF-8 text") from None
+    except csv.Error as exc:
+        raise ReportError(f"{path}: malformed CSV: {exc}") from None
+
+    def numbers(name: str, kind=float) -> np.ndarray:
+        values = []
+        for line, row in enumerate(rows, start=1):
+            try:
+                values.append(kind(row[name]))
+            except (TypeError, ValueError):
+                raise ReportError(f"{path}: row {line}, column {name!r}: {row[name]!r} is not a number") from None
+        return np.array(values, dtype=np.int64 if kind is int else np.float64)
+
+    allowed = numbers("updates_allowed", int)
+    if "updates_allowed" in plan:
+        updates_allowed = int(plan["updates_allowed"])
+        if allowed.size and np.any(allowed != updates_allowed):
+            raise ReportError(f"{path}: the plan line says updates_allowed={updates_allowed} but a row says "
+                              f"{int(allowed[allowed != updates_allowed][0])}; is the file from two runs?")
+    else:  # a file without a plan line: L is known only from its rows
+        updates_allowed = int(allowed[0]) if allowed.size else None
+    threshold = float(plan["threshold"]) if "threshold" in plan else None
+    if practical:
+        return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
+                          [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
+                          numbers("phi_after"), np.zeros(len(rows)), [r["flag"] or "" for r in rows], threshold,
+                          "practical", numbers("pythagorean_bound"))
+    return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
+                      [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
+                      numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows], threshold)
+
+
+def _plan_line(path, line: int, text: str) -> dict[str, str]:
+    """``updates_allowed=L threshold=T`` -> its entries, checked."""
+    entries = {}
+    for item in text.split():
+        key, _, value = item.partition("=")
+        entries[key] = value
+    for key, kind in (("updates_allowed", int), ("threshold", float)):
+        if key not in entries:
+            continue
+        try:
+            number = kind(entries[key])
+        except ValueError:
+            number = None
+        if number is None or not (math.isfinite(number) and number >= 0):
+            raise ReportError(f"{path}: line {line}: {key}={entries[key]!r} is not a number >= 0 (the plan line "
+                              "should read '# plan: updates_allowed=L threshold=T')")
+    return entries
+
+
+# -- the folder -----------------------------------------------------------------------------
+
+
+def check_report_folder(folder: str | os.PathLike) -> None:
+    """Refuse a target that exists and is neither an empty folder nor a previous report."""
+    folder = Path(folder)
+    if not folder.exists():
+        if not folder.absolute().parent.is_dir():
+            raise ReportError(f"{folder}: its parent folder does not exist")
+        return
+    if not folder.is_dir():
+        raise ReportError(f"{folder}: exists and is not a folder; choose another -o")
+    if not _replaceable(folder):
+        raise ReportError(f"{folder}: exists and is not a synth evaluation report (only an empty folder or a "
+                          "previous report is replaced); choose another -o or empty it")
+
+
+def _replaceable(folder: Path) -> bool:
+    entries = list(folder.iterdir())
+    if not entries:
+        return True
+    if any(e.name not in REPORT_FILES or not e.is_file() or e.is_symlink() for e in entries):
+        return False
+    try:
+        summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(summary, dict) and summary.get("format") == REPORT_FORMAT
+
+
+def write_report(folder: str | os.PathLike, evaluation, *, monitor: MonitorLog | None = None,
+                 context: dict[str, Any] | None = None) -> list[str]:
+    """Write the report folder (see the module docstring); return the names of its files.
+
+    ``context`` adds entries to summary.json (e.g. the data and workload paths). Nothing
+    appears at ``folder`` unless every file was written.
+    """
+    folder = Path(os.path.abspath(folder))
+    check_report_folder(folder)
+    try:
+        temporary = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(folder)) from None
+    try:
+        os.chmod(temporary, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual mode
+        files = _write_files(temporary, evaluation, monitor, context or {})
+        _install(temporary, folder)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return files
+
+
+def _install(temporary: Path, folder: Path) -> None:
+    """Rename the finished folder into place, replacing an empty folder or a previous report."""
+    if not folder.exists():
+        os.rename(temporary, folder)
+        return
+    check_report_folder(folder)  # still replaceable (nothing was added meanwhile)
+    old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".old"))
+    os.rmdir(old)  # a free name beside the folder
+    os.rename(folder, old)
+    try:
+        os.rename(temporary, folder)
+    except BaseException:
+        os.rename(old, folder)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def _write_files(folder: Path, evaluation, monitor: MonitorLog | None, context: dict[str, Any]) -> list[str]:
+    with open(folder / ANSWERS, "w", encoding="utf-8", newline="") as handle:
+        evaluation.write_answers_csv(handle)
+    plots = {ERROR_PLOT: _plot_errors(evaluation, folder / ERROR_PLOT),
+             SCATTER_PLOT: _plot_scatter(evaluation, folder / SCATTER_PLOT)}
+    if evaluation.marginal_l1:
+        plots[MARGINAL_PLOT] = _plot_marginals(evaluation, folder / MARGINAL_PLOT)
+    if monitor is not None:
+        plots[KL_PLOT] = _plot_potential(monitor, folder / KL_PLOT)
+        plots[TIMELINE_PLOT] = _plot_timeline(monitor, folder / TIMELINE_PLOT)
+    summary = {"format": REPORT_FORMAT, "format_version": REPORT_FORMAT_VERSION, **context, **evaluation.summary()}
+    if monitor is not None:
+        summary["monitor"] = {**summary.get("monitor", {}), **monitor.summary()}
+    files = [ANSWERS, SUMMARY, *plots, INDEX]
+    summary["files"] = files
+    with open(folder / SUMMARY, "w", encoding="utf-8") as handle:
+        json.dump(summary, handle, indent=2, ensure_ascii=False, allow_nan=False)
+        handle.write("\n")
+    with open(folder / INDEX, "w", encoding="utf-8") as handle:
+        handle.write(_html(evaluation, summary, plots, monitor))
+    return files
+
+
+# -- plots ----------------------------------------------------------------------------------
+
+
+def _figure(width: float = 6.4, height: float = 4.2):
+    """A matplotlib figure on the Agg canvas (no display, no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure, path: Path) -> str:
+    figure.savefig(path, format="png", dpi=100)
+    return path.name
+
+
+def _plot_errors(evaluation, path: Path) -> str:
+    """Histogram of the per-query absolute errors (fractions of n), mean and max marked."""
+    errors = evaluation.absolute_error
+    figure = _figure()
+    axes = figure.add_subplot()
+    bins = int(min(60, max(10, math.sqrt(errors.size))))
+    axes.hist(errors, bins=bins, color="#4c72b0", edgecolor="white")
+    axes.axvline(errors.mean(), color="#dd8452", linestyle="--", label=f"mean {errors.mean():.4g}")
+    axes.axvline(errors.max(), color="#c44e52", linestyle=":", label=f"max {errors.max():.4g}")
+    axes.set_xlabel("absolute error |true - released| (fraction of n)")
+    axes.set_ylabel("queries")
+    axes.set_title(f"Error distribution over {errors.size:,} queries (n = {evaluation.n:,})")
+    axes.legend()
+    return _save(figure, path)
+
+
+def _plot_marginals(evaluation, path: Path) -> str:
+    """Horizontal bars: the L1 error of each marginal, worst first (at most ``_MOST_BARS``)."""
+    shown = sorted((m for m in evaluation.marginals if m.l1 is not None), key=lambda m: -m.l1)
+    total = len(shown)
+    shown = shown[:_MOST_BARS]
+    figure = _figure(7.0, 1.4 + 0.26 * len(shown))
+    axes = figure.add_subplot()
+    labels = [" x ".join(m.columns) for m in shown]
+    positions = np.arange(len(shown))
+    axes.barh(positions, [m.l1 for m in shown], color="#55a868")
+    axes.set_yticks(positions, labels, fontsize=8)
+    axes.invert_yaxis()
+    mean = float(np.mean(evaluation.marginal_l1))
+    axes.axvline(mean, color="#dd8452", linestyle="--", label=f"mean {mean:.4g}")
+    axes.set_xlabel("L1 distance of the normalized marginal tables (0 to 2)")
+    title = "Error per marginal"
+    if total > len(shown):
+        title += f" (the {len(shown)} worst of {total})"
+    axes.set_title(title)
+    axes.legend(loc="lower right")
+    return _save(figure, path)
+
+
+def _plot_scatter(evaluation, path: Path) -> str:
+    """Released against true answers, as fractions of n, with the line y = x."""
+    x, y = evaluation.true_fraction, evaluation.released_fraction
+    figure = _figure(5.6, 5.2)
+    axes = figure.add_subplot()
+    axes.scatter(x, y, s=10 if x.size < 5000 else 3, alpha=0.6, color="#4c72b0", linewidths=0)
+    low = float(min(x.min(), y.min(), 0.0))
+    high = float(max(x.max(), y.max()))
+    high = high if high > low else low + 1.0
+    axes.plot([low, high], [low, high], color="#c44e52", linewidth=1, label="y = x (no error)")
+    axes.set_xlabel("true answer (fraction of n)")
+    axes.set_ylabel("released answer (fraction of the released n)")
+    axes.set_title(f"True vs released ({evaluation.kind})")
+    axes.legend(loc="upper left")
+    return _save(figure, path)
+
+
+def _plot_potential(monitor: MonitorLog, path: Path) -> str:
+    """The KL potential after each update, against what the analysis promises: for the
+    theory variant a drop of T^2/16 per update; for the practical one the Pythagorean bound
+    (Phi before the update less KL(D_{t+1} || D_t), reached by an exact projection). Flagged
+    updates in red."""
+    figure = _figure(6.8, 4.2)
+    axes = figure.add_subplot()
+    if len(monitor):
+        steps = np.concatenate([[0], monitor.update])
+        phi = np.concatenate([[_finite_or_nan(monitor.phi_before[0])], _finite_or_nan(monitor.phi_after)])
+        axes.plot(steps, phi, marker="o", markersize=3, color="#4c72b0", label="KL(x/n || D_t)")
+        start = phi[0]
+        if monitor.variant == "practical":
+            bound = _finite_or_nan(monitor.phi_before) - monitor.pythagorean_bound
+            axes.scatter(monitor.update, bound, marker="_", s=90, color="#8c8c8c",
+                         label="Phi before - KL(D_t+1 || D_t) (exact projection)")
+        elif np.isfinite(start):
+            bound = np.maximum(start - steps * monitor.guaranteed_drop[0], 0.0)
+            axes.plot(steps, bound, linestyle="--", color="#8c8c8c", label="start - t T^2/16 (guaranteed)")
+        flagged = np.array([bool(f) for f in monitor.flag])
+        if flagged.any():
+            axes.scatter(monitor.update[flagged], _finite_or_nan(monitor.phi_after[flagged]), color="#c44e52",
+                         zorder=3, label=f"flagged ({int(flagged.sum())})")
+        axes.legend()
+    else:
+        axes.text(0.5, 0.5, "PMW made no update", ha="center", va="center", transform=axes.transAxes)
+    axes.set_xlabel(f"update t ({_allowed_label(monitor)})")
+    axes.set_ylabel("potential (nats)")
+    axes.set_title("KL potential per update (NON-PRIVATE monitor)")
+    return _save(figure, path)
+
+
+def _plot_timeline(monitor: MonitorLog, path: Path) -> str:
+    """Per update: the query it came from, and that query's true error against T/2."""
+    figure = _figure(6.8, 5.4)
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    if len(monitor):
+        flagged = np.array([bool(f) for f in monitor.flag])
+        colours = np.where(flagged, "#c44e52", "#4c72b0")
+        top.scatter(monitor.update, monitor.query_id, c=colours, s=14)
+        bottom.vlines(monitor.update, 0, monitor.true_error, color=colours)
+        bottom.scatter(monitor.update, monitor.true_error, c=colours, s=10)
+        if monitor.variant == "practical":
+            if monitor.planned_threshold is not None:
+                bottom.axhline(monitor.planned_threshold, linestyle="--", color="#8c8c8c", label="T")
+                bottom.legend()
+        else:
+            bottom.axhline(monitor.threshold / 2, linestyle="--", color="#8c8c8c", label="T/2")
+            bottom.legend()
+    else:
+        top.text(0.5, 0.5, "PMW made no update", ha="center", va="center", transform=top.transAxes)
+    top.set_ylabel("query id")
+    top.set_title("Round timeline: the updates (red: flagged by the monitor)")
+    bottom.set_ylabel("true error at the update\n(fraction of n)")
+    bottom.set_xlabel(f"update t ({_allowed_label(monitor)})")
+    return _save(figure, path)
+
+
+def _allowed_label(monitor: MonitorLog) -> str:
+    """The plots' note on L: ``of L = 567 allowed`` (the run's plan, from the monitor file)."""
+    if monitor.updates_allowed is None:
+        return monitor.allowed_text
+    return f"of {monitor.allowed_text} allowed"
+
+
+def _finite_or_nan(values):
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(np.isfinite(values), values, np.nan)
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+# -- the page -------------------------------------------------------------------------------
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+.private { background: #fde8e8; border: 2px solid #c44e52; padding: 0.8em 1em; font-weight: bold; }
+table { border-collapse: collapse; margin: 1em 0; }
+td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1.5em 0; } img { max-width: 100%; }
+"""
+
+
+def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: MonitorLog | None) -> str:
+    e = html.escape
+    source = summary["source"]
+    rows = [
+        ("data", summary.get("data")),
+        ("workload", summary.get("workload")),
+        ("columns", ", ".join(summary["columns"])),
+        ("true rows n", f"{summary['n']:,}"),
+        ("queries", f"{summary['queries']:,}"),
+        ("source", f"{source['kind']}" + (f" ({source['path']})" if source.get("path") else "")),
+    ]
+    if source["kind"] == "synthetic":
+        rows.append(("synthetic rows", f"{_fmt(source.get('rows'))}"))
+    elif source["kind"] == "answers" and source.get("privacy"):
+        rows.append(("answers' privacy", source["privacy"]))
+    rows += _record_rows(source)
+    rows += [
+        ("max absolute error", (f"{_fmt(summary['max_absolute_error'])} of n "
+                               f"(~{_fmt(summary['max_absolute_error_rows'])} rows; query {summary['worst_query']})")),
+        ("mean absolute error", (f"{_fmt(summary['mean_absolute_error'])} of n "
+                                f"(~{_fmt(summary['mean_absolute_error_rows'])} rows)")),
+        ("median absolute error", f"{_fmt(summary['median_absolute_error'])} of n"),
+        ("mean relative error", _fmt(summary["mean_relative_error"]) + " (queries with a true count > 0)"),
+        ("mean marginal L1", (f"{_fmt(summary['mean_marginal_l1'])} over {summary['marginals_evaluated']} of "
+                             f"{summary['marginals_total']} marginals")),
+    ]
+    if monitor is not None:
+        m = summary["monitor"]
+        rows.append(("PMW monitor", (f"{m['updates']:,} updates ({_allowed_label(monitor)}); potential "
+                                    f"{_fmt(m['phi_start'])} -> {_fmt(m['phi_end'])}; "
+                                    f"{m['flagged_updates']} flagged")))
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>synth evaluation report (NON-PRIVATE)</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>synth evaluation report (NON-PRIVATE)</h1>",
+        f'<p class="private">{e(HEADER_TEXT)}</p>',
+        "<h2>Summary</h2><table>",
+        *(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in rows if v is not None),
+        "</table>",
+        ("<p>Errors compare fractions: each true count over n, each released answer over the row count the "
+        "release is scaled to. The marginal L1 error is the L1 distance between the normalized true and "
+        "released tables of a column subset (0 to 2).</p>"),
+        f'<p>Files: <a href="{ANSWERS}">{ANSWERS}</a> (every query), <a href="{SUMMARY}">{SUMMARY}</a>.</p>',
+    ]
+    captions = {
+        ERROR_PLOT: "Distribution of the absolute errors",
+        MARGINAL_PLOT: "L1 error per marginal",
+        SCATTER_PLOT: "True vs released answers",
+        KL_PLOT: "PMW: KL potential per update",
+        TIMELINE_PLOT: "PMW: round timeline",
+    }
+    parts.append("<h2>Plots</h2>")
+    if MARGINAL_PLOT not in plots:
+        parts.append("<p>No marginal is determined by the released answers (they do not cover every cell of "
+                     "any marginal), so there is no per-marginal error.</p>")
+    for name in plots:
+        parts.append(f'<figure><img src="{e(name)}" alt="{e(captions[name])}">'
+                     f"<figcaption>{e(captions[name])}</figcaption></figure>")
+    marginal_rows = summary["marginals"]
+    if marginal_rows:
+        parts.append("<h2>Marginals</h2><table><tr><th>columns</th><th>cells</th><th>queries</th><th>L1</th></tr>")
+        for m in sorted(marginal_rows, key=lambda m: -(m["l1"] if m["l1"] is not None else -1)):
+            parts.append(f"<tr><td>{e(' x '.join(m['columns']))}</td><td class='num'>{m['cells']:,}</td>"
+                         f"<td class='num'>{m['queries']:,}</td><td class='num'>{e(_fmt(m['l1']))}</td></tr>")
+        parts.append("</table>")
+    worst = np.argsort(-evaluation.absolute_error, kind="stable")[:_WORST_QUERIES]
+    parts.append(f"<h2>The {len(worst)} worst queries</h2><table><tr><th>id</th><th>query</th><th>true</th>"
+                 "<th>released</th><th>absolute error (of n)</th></tr>")
+    for i in worst.tolist():
+        parts.append(f"<tr><td class='num'>{i}</td><td>{e(evaluation.workload.describe(i))}</td>"
+                     f"<td class='num'>{_fmt(evaluation.true[i])}</td><td class='num'>{_fmt(evaluation.released[i])}"
+                     f"</td><td class='num'>{_fmt(evaluation.absolute_error[i])}</td></tr>")
+    parts.append("</table>")
+    if monitor is not None:
+        flagged = [(u, f) for u, f in zip(monitor.update.tolist(), monitor.flag) if f]
+        if flagged:
+            parts.append("<h2>Monitor flags</h2><ul>")
+            parts += [f"<li>update {u}: {e(f)}</li>" for u, f in flagged[:50]]
+            parts.append("</ul>")
+    parts.append(f'<p class="private">{e(HEADER_TEXT)}</p></body></html>\n')
+    return "\n".join(parts)
+
+
+_NOT_RECORDED = "not recorded"
+
+
+def _record_rows(source: dict[str, Any]) -> list[tuple[str, str]]:
+    """The release's privacy record: where it comes from, mechanism, epsilon and delta spent,
+    n's status and seeding ("not recorded" where the record lacks them)."""
+    rows = []
+    if source.get("privacy_record") and source["privacy_record"] != "the model's own":
+        rows.append(("privacy record", source["privacy_record"]))
+    rows.append(("mechanism", source.get("mechanism") or _NOT_RECORDED))
+
+    def known(name: str) -> str:
+        return _NOT_RECORDED if source.get(name) is None else _fmt(source[name])
+
+    if source.get("epsilon") is None and source.get("delta") is None:
+        rows.append(("privacy spent", _NOT_RECORDED))
+    else:
+        rows.append(("privacy spent", f"epsilon = {known('epsilon')}, delta = {known('delta')}"))
+    count = source.get("rows") if source["kind"] == "model" else source.get("model_rows")
+    status = {"public": "public (given, not read from the data)",
+              "noisy count": "a noisy count bought from the budget"}.get(source.get("n_status"))
+    if status is None:
+        rows.append(("release's n", _NOT_RECORDED))
+    else:
+        rows.append(("release's n", status if count is None else f"{_fmt(count)}: {status}"))
+    seeded = source.get("seeded")
+    rows.append(("seeded run", _NOT_RECORDED if seeded is None else
+                 "yes: a seeded run is for testing, not for release" if seeded else "no"))
+    return rows
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return f"{int(value):,}"
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
