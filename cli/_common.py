@@ -250,7 +250,7 @@ def write_output(output: str, write) -> None:
     write or flush stdout is an error, not a silent loss.
     """
     if output == "-":
-        stream = click.get_text_stream("stdout")
+        stream = sys.stdout
         write(stream)
         flush_stdout(stream)
         return
@@ -272,9 +272,23 @@ def load_schema(schema_file: str, columns: str | None):
         raise click.BadParameter(f"{exc} (in {schema_file})", param_hint="--columns") from None
 
 
+def load_workload(workload_file: str | None, schema):
+    """The --workload file over ``schema``; without one, the default workload (the Python API's:
+    ``Workload.default``, every 3-way marginal), and a note that says so."""
+    from synth.data.workload import DEFAULT_WAY, Workload
+
+    if workload_file is not None:
+        return Workload.load(workload_file, schema)
+    workload = Workload.default(schema)
+    way = min(DEFAULT_WAY, len(schema))
+    note(f"workload: every {way}-way marginal of the {len(schema)} columns ({len(workload.subsets):,} marginals, "
+         f"{len(workload):,} cells), the default; --workload FILE to choose")
+    return workload
+
+
 def flush_stdout(stream=None) -> None:
     """Flush stdout; a failure (a full disk behind a redirect) exits with a message."""
-    stream = stream or click.get_text_stream("stdout")
+    stream = stream or sys.stdout
     try:
         stream.flush()
     except BrokenPipeError:

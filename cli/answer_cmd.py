@@ -8,9 +8,12 @@ import csv
 import json
 import signal
 
+import sys
+
 import click
 
 from ._common import (
+    load_workload,
     BETA,
     DELTA,
     EPSILON,
@@ -46,8 +49,9 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
               help="Schema JSON, or a private-pgm domain file {column: size} (not needed with --model).")
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
-              help="Workload JSON (see the README for the format). With --stream it only declares the column "
-                   "subsets to plan for (L, the warm start); its queries are not answered.")
+              help="Workload JSON (docs/formats.md). Default: every 3-way marginal of the columns, as in the Python "
+                   "API (the run says so). With --stream it only declares the column subsets to plan for (L, the "
+                   "warm start; none by default); its queries are not answered.")
 @click.option("--exact", is_flag=True,
               help="Exact counts from the private data: NOT differentially private, for the data owner only.")
 @click.option("--mechanism", type=click.Choice(["pmw"]), help="Private mechanism: pmw (Private Multiplicative Weights).")
@@ -118,13 +122,12 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
         raise click.UsageError("choose one: --exact (NON-PRIVATE counts), --mechanism pmw (private) or --model M")
     if stream:
         _check_stream_options(mechanism, plan_only, passes, output, variant, stream_queries)
-    elif workload_file is None:
-        raise click.UsageError("Missing option '--workload' (only --stream runs without a workload)")
     elif stream_queries is not None:
         raise click.UsageError("--queries applies to --stream only (a workload run answers the workload's queries)")
     if not mechanism and (representation != "auto" or max_model_cells is not None):
         raise click.UsageError("--representation and --max-model-cells apply to --mechanism pmw")
-    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file, "--model": from_model},
+    check_outputs({"DATA": data, "--schema": schema_file, **({"--workload": workload_file} if workload_file else {}),
+                   **({"--model": from_model} if from_model else {})},
                   {"-o": output, "--save-model": model_file, "--monitor": monitor_file}, force)
     if from_model:
         _answer_from_model(data, schema_file, from_model, workload_file, columns, output)
@@ -133,10 +136,9 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
         raise click.UsageError("Missing option '--schema' (only --model runs without a schema)")
     if data is None and not plan_only:
         raise click.UsageError("DATA is required (only --plan and --model run without reading the data)")
-    from synth.data.workload import Workload
 
     full, selected = load_schema(schema_file, columns)
-    queries = Workload.load(workload_file, selected) if workload_file is not None else None
+    queries = None if stream and workload_file is None else load_workload(workload_file, selected)
     if exact:
         _answer_exactly(data, full, queries, columns, quiet, output, bad_rows)
     else:
@@ -144,27 +146,50 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
             raise click.UsageError("--mechanism pmw needs --epsilon")
         if test_kind != "auto" and variant == "theory":
             raise click.UsageError("--test applies to --variant practical")
-        storage = storage_options(representation, max_model_cells)
+        storage_options(representation, max_model_cells)
+        config = _pmw_config(selected, epsilon, rows, count_epsilon, beta, updates, alpha, passes,
+                             monitor_file is not None, variant, test_kind, representation, max_model_cells)
+        from synth.privacy.accounting import Budget
+
+        budget = Budget(epsilon, delta)
         if stream:
-            _answer_stream(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                           alpha, stream_queries, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant,
-                           test_kind, storage)
+            _answer_stream(data, full, selected, queries, columns, config, budget, stream_queries, monitor_file,
+                           model_file, seed, quiet, bad_rows, schema_file)
             return
-        _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                         alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows, schema_file,
-                         variant, test_kind, storage)
+        _answer_with_pmw(data, full, selected, queries, columns, config, budget, plan_only, monitor_file, model_file,
+                         seed, quiet, output, bad_rows, schema_file)
+
+
+def _pmw_config(schema, epsilon, rows, count_epsilon, beta, updates, alpha, passes, monitor, variant, test_kind,
+                representation, max_model_cells):
+    """PMW's config from the command's options, checked before any data is read."""
+    from synth.engines.pmw import PMWConfig
+    from synth.errors import SynthError
+    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
+
+    options = {"rows": rows if rows is not None else schema.rows, "beta": beta, "updates": updates, "alpha": alpha,
+               "passes": passes, "monitor": monitor, "variant": variant, "test": test_kind,
+               "representation": representation,
+               "count_share": DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon}
+    if max_model_cells is not None:
+        options["max_model_cells"] = max_model_cells
+    try:
+        return PMWConfig(**options)
+    except ValueError as exc:
+        if isinstance(exc, SynthError):
+            raise
+        raise click.UsageError(str(exc)) from None
 
 
 def _answer_from_model(data, schema_file, model_file, workload_file, columns, output) -> None:
     from synth.models.model import Model
-    from synth.data.workload import Workload
 
     if data is not None:
         raise click.UsageError("--model answers without the data: drop DATA")
     if schema_file is not None or columns:
         raise click.UsageError("--model carries its own schema: drop --schema and --columns")
     model = Model.load(model_file)
-    queries = Workload.load(workload_file, model.schema)
+    queries = load_workload(workload_file, model.schema)
     answers = model.answer(queries)
     spent = model.privacy.get("spent", {})
     label = f"post-processing of a {model.mechanism} release (epsilon={spent.get('epsilon', float('nan')):.6g})"
@@ -206,13 +231,12 @@ def _answer_exactly(data, full, queries, columns, quiet, output, bad_rows) -> No
     )
 
 
-def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, beta, rows, count_epsilon, updates,
-                     alpha, passes, plan_only, monitor_file, model_file, seed, quiet, output, bad_rows,
-                     schema_file, variant="practical", test_kind="auto", storage=None) -> None:
+def _answer_with_pmw(data, full, selected, queries, columns, config, budget, plan_only, monitor_file, model_file,
+                     seed, quiet, output, bad_rows, schema_file) -> None:
     from synth.engines.pmw_plan import plan_pmw
-    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
 
-    public_rows = rows if rows is not None else selected.rows
+    epsilon, delta, c = budget.epsilon, budget.delta, config
+    variant, public_rows = c.variant, c.rows
     if plan_only:
         if public_rows is None:
             raise click.UsageError("--plan needs a public row count: pass --rows N or put rows in the schema")
@@ -220,25 +244,21 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
             from synth.engines.pmw_practical import plan_practical
 
             plan = plan_practical(epsilon, delta, public_rows, selected.universe_size,
-                                  updates or len(queries.subsets), beta=beta, alpha=alpha, test=test_kind)
+                                  c.updates or len(queries.subsets), beta=c.beta, alpha=c.alpha, test=c.test)
         else:
-            plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * passes, beta,
-                            updates=updates, alpha=alpha)
+            plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * c.passes, c.beta,
+                            updates=c.updates, alpha=c.alpha)
         click.echo(plan.describe())
         return
     from synth.data.reading import read
-    from synth.engines.pmw import HALTED, run_pmw
+    from synth.engines.pmw import HALTED, PMWEngine
 
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
     with progress(f"reading {data}", quiet, "rows", private=public_rows is None) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
-    share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
     with progress("pmw", quiet) as update:
-        run = run_pmw(encoded.codes, selected, queries, epsilon, delta, beta, rows=public_rows, rng=seed,
-                      passes=passes, count_share=share, updates=updates, alpha=alpha,
-                      monitor=monitor_file is not None, progress=update, variant=variant, test=test_kind,
-                      **(storage or {}))
+        run = PMWEngine(config, selected, queries).record(encoded.codes, budget, seed, update)
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")
@@ -284,7 +304,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, epsilon, delta, bet
 
 def _note_storage(pmw, schema) -> None:
     """How D was stored, and the queries a factored D's cap left lazy."""
-    from .generate_cmd import describe_representation
+    from synth.engines.release import describe_representation
 
     note(describe_representation(pmw.representation, pmw.model_cells, schema.universe_size))
     if pmw.capped:
@@ -311,25 +331,19 @@ def _check_stream_options(mechanism, plan_only, passes, output, variant, stream_
                                "stream of N queries")
 
 
-def _answer_stream(data, full, selected, workload, columns, epsilon, delta, beta, rows, count_epsilon, updates, alpha,
-                   limit, monitor_file, model_file, seed, quiet, bad_rows, schema_file, variant, test_kind,
-                   storage=None) -> None:
+def _answer_stream(data, full, selected, workload, columns, config, budget, limit, monitor_file, model_file, seed,
+                   quiet, bad_rows, schema_file) -> None:
     from synth._io import output_group
     from synth.data.reading import read
-    from synth.engines.pmw import HALTED, open_pmw
-    from synth.privacy.row_count import DEFAULT_COUNT_SHARE
+    from synth.engines.pmw import HALTED, PMWEngine
 
-    public_rows = rows if rows is not None else selected.rows
+    epsilon, delta, variant, public_rows = budget.epsilon, budget.delta, config.variant, config.rows
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
     with progress(f"reading {data}", quiet, "rows", private=public_rows is None) as update:
         encoded = read(data, full, columns=columns, progress=update, bad_rows=bad_rows)
-    share = DEFAULT_COUNT_SHARE if count_epsilon is None else count_epsilon / epsilon
-    opened = open_pmw(encoded.codes, selected, epsilon, delta, beta,
-                      subsets=workload.subsets if workload is not None else (), queries=limit,
-                      rows=public_rows, rng=seed, count_share=share, updates=updates,
-                      alpha=alpha, monitor=monitor_file is not None, variant=variant, test=test_kind,
-                      **(storage or {}))
+    opened = PMWEngine(config, selected).open(encoded.codes, budget, seed,
+                                              subsets=workload.subsets if workload is not None else (), queries=limit)
     pmw, plan, accountant = opened.pmw, opened.plan, opened.accountant
     for line in opened.notes:
         note(line)
@@ -382,8 +396,8 @@ def _serve(pmw, schema, accountant, limit) -> _Tally:
     from synth.privacy.accounting import BudgetExceeded
     from synth.engines.pmw import HALTED
 
-    source = click.get_binary_stream("stdin")
-    sink = click.get_text_stream("stdout")
+    source = sys.stdin.buffer
+    sink = sys.stdout
     tally = _Tally()
     position = 0  # a line's default query_id: 0, 1, 2... over the non-blank lines
     said_halted = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ._common import (
@@ -18,6 +20,7 @@ from ._common import (
     note,
     output_folder_exists,
     flush_stdout,
+    load_workload,
     progress,
     quiet_option,
     representation_option,
@@ -38,8 +41,9 @@ MECHANISMS = ("mwem", "blr", "pmw")
 @click.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @schema_option
-@click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Workload JSON: the queries the synthetic table should answer well.")
+@click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
+              help="Workload JSON: the queries the synthetic table should answer well (default: every 3-way "
+                   "marginal of the columns, as in the Python API; the run says so).")
 @click.option("--mechanism", type=click.Choice(MECHANISMS), default="mwem", show_default=True,
               help="mwem (offline workload), blr (net mechanism, small universes) or pmw (Private "
                    "Multiplicative Weights).")
@@ -157,39 +161,33 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     _check_selection(mechanism, selection, rounds, select_share, average, measure)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind, representation, max_model_cells, noise)
-    storage = storage_options(representation, max_model_cells)
-    check_outputs({"DATA": data, "--schema": schema_file, "--workload": workload_file,
+    storage_options(representation, max_model_cells)
+    check_outputs({"DATA": data, "--schema": schema_file, **({"--workload": workload_file} if workload_file else {}),
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
     from synth.models.synthetic import check_output_format
 
     check_output_format(output)  # before any work
-    from synth.data.workload import Workload
-
     full, selected = load_schema(schema_file, columns)
-    queries = Workload.load(workload_file, selected)
+    queries = load_workload(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
-    _check_prior_epsilon(mechanism, net, prior, prior_share, prior_model, epsilon, share, public_rows)
+    engine, budget = _engine(mechanism, selected, queries, epsilon, delta, public_rows, share, prior_model)
     if sample_rows is None and public_rows is not None:
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
     warn_if_large_delta(delta, public_rows)
-    estimate = _estimate(mechanism, selected, queries, public_rows, epsilon, delta, beta, rounds, measure,
-                         select_share, passes, updates, alpha, variant, representation, noise)
+    estimate = engine.estimate(budget)
     if estimate is not None and estimate.seconds >= ESTIMATE_AFTER_SECONDS:
         note(f"{mechanism}: {estimate.describe()}")
     # one pass: the tables the engine may ask for, and n
     counts = scan_data(data, full, queries.subsets, columns=columns, bad_rows=bad_rows, scheduler=scheduler,
                        quiet=quiet, private=public_rows is None)
-    options = {"delta": delta, "noise": noise, "rows": public_rows, "selection": selection, "rounds": rounds,
-               "measure": measure, "select_share": select_share, "passes": passes, "average": average, "net": net, "prior": prior,
-               "prior_share": prior_share, "prior_model": prior_model, "net_size": net_size,
-               "candidates": candidates, "max_net": max_net, "alpha": alpha, "updates": updates, "beta": beta,
-               "seed": seed, "variant": variant, "test": test_kind, **storage}
-    fit = {"mwem": _fit_mwem, "blr": _fit_blr, "pmw": _fit_pmw}[mechanism]
     with progress(mechanism, quiet) as update:
-        model, accountant, lines = fit(counts, selected, queries, epsilon, options, share, update)
+        release = engine.run(counts, budget, seed, update)
+    for message in release.warnings:
+        warn(message)
+    model, accountant, lines = release.model, release.accountant, release.summary
     import numpy as np
 
     from synth._io import output_group
@@ -201,7 +199,7 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     if sample_rows is None:
         check_table_size(selected, count, "n, public" if model.rows_public else "n, a noisy count")
     with output_group() as outputs:
-        target = click.get_text_stream("stdout") if output == "-" else outputs.stage(output)
+        target = sys.stdout if output == "-" else outputs.stage(output)
         with progress(f"writing {output}", quiet, "rows") as update:
             written = write_synthetic(target, model.distribution, selected, count, method=rounding,
                                       rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
@@ -281,16 +279,6 @@ def _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha) -
     return net
 
 
-def _check_prior_epsilon(mechanism, net, prior, prior_share, prior_model, epsilon, share, public_rows) -> None:
-    """Refuse, before the data is read, a prior engine's share of epsilon too small to run it."""
-    if mechanism != "blr" or net != "sampled" or prior_model is not None or prior == "uniform":
-        return
-    from synth.engines.blr_prior import DEFAULT_PRIOR_SHARE, prior_epsilon
-
-    prior_epsilon(epsilon, DEFAULT_PRIOR_SHARE if prior_share is None else prior_share, share,
-                  public_rows is not None, prior or "mwem")
-
-
 def _check_selection(mechanism, selection, rounds, select_share, average, measure) -> None:
     """--selection is MWEM's, and adaptive rounds take none of classic MWEM's round options."""
     if selection == "auto":
@@ -304,10 +292,21 @@ def _check_selection(mechanism, selection, rounds, select_share, average, measur
                                "budget)")
 
 
+#: generate's flags that set a field of an engine's config: a flag applies to a mechanism
+#: whose config has the field (``--delta`` is the budget's: every mechanism but blr).
+FLAG_FIELDS = {"--rounds": "rounds", "--select-share": "select_share", "--average": "output", "--measure": "measure",
+               "--net-size": "net_size", "--candidates": "candidates", "--max-net": "max_net",
+               "--updates": "updates", "--passes": "passes", "--alpha": "alpha", "--variant": "variant",
+               "--test": "test", "--representation": "representation", "--max-model-cells": "max_model_cells",
+               "--noise": "noise"}
+
+
 def _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant="practical", test_kind="auto", representation="auto",
                    max_model_cells=None, noise="auto") -> None:
     """Refuse options that belong to another mechanism rather than ignoring them silently."""
+    from synth.engines.registry import options_of
+
     given = {
         "--rounds": rounds is not None, "--select-share": select_share is not None, "--average": average,
         "--measure": measure != "marginal", "--net-size": net_size is not None,
@@ -317,12 +316,9 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         "--representation": representation != "auto", "--max-model-cells": max_model_cells is not None,
         "--noise": noise != "auto",
     }
-    shared = {"--representation", "--max-model-cells"}
-    owners = {"mwem": {"--rounds", "--select-share", "--average", "--measure", "--passes", "--delta", "--noise",
-                       *shared},
-              "blr": {"--net-size", "--candidates", "--max-net", "--alpha"},
-              "pmw": {"--updates", "--delta", "--passes", "--alpha", "--variant", "--test", *shared}}
-    foreign = [name for name, used in given.items() if used and name not in owners[mechanism]]
+    fields = set(options_of(mechanism))
+    applies = {flag: field in fields for flag, field in FLAG_FIELDS.items()} | {"--delta": mechanism != "blr"}
+    foreign = [name for name, used in given.items() if used and not applies[name]]
     if foreign:
         raise click.UsageError(f"{', '.join(foreign)} do(es) not apply to --mechanism {mechanism}")
     if noise == "gaussian" and not delta > 0:
@@ -337,42 +333,48 @@ def _check_options(mechanism, delta, rounds, select_share, average, net, net_siz
         raise click.UsageError("--average needs --representation dense (it averages the rounds' dense arrays)")
 
 
+#: generate's parameters that set a field of the engine's config (parameter -> field).
+CONFIG_FIELDS = {"noise": "noise", "selection": "selection", "rounds": "rounds", "measure": "measure",
+                 "select_share": "select_share", "passes": "passes", "average": "output", "net": "net",
+                 "prior": "prior", "prior_share": "prior_share", "net_size": "net_size", "candidates": "candidates",
+                 "max_net": "max_net", "alpha": "alpha", "updates": "updates", "variant": "variant",
+                 "test_kind": "test", "beta": "beta", "representation": "representation",
+                 "max_model_cells": "max_model_cells"}
+
+
+def _engine(mechanism, schema, workload, epsilon, delta, public_rows, share, prior_model):
+    """The engine the command's options ask for, with its config (every option checked) and
+    its public plan's checks of the budget, before any data is read."""
+    from synth.engines.registry import make_config, make_engine, options_of
+    from synth.errors import SynthError
+    from synth.privacy.accounting import Budget
+
+    params = click.get_current_context().params
+    fields = set(options_of(mechanism))
+    options = {"rows": public_rows, "count_share": share}
+    for name, field in CONFIG_FIELDS.items():
+        value = params[name]
+        if field in fields and value is not None:
+            options[field] = ("average" if value else "last") if name == "average" else value
+    inputs = {}
+    if prior_model is not None:
+        from synth.models.model import Model
+
+        options.pop("prior", None)
+        inputs = {"prior_model": Model.load(prior_model), "prior_source": prior_model}
+    try:
+        engine = make_engine(make_config(mechanism, **options), schema, workload, **inputs)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SynthError):
+            raise
+        raise click.UsageError(str(exc)) from None
+    budget = Budget(epsilon, delta)
+    engine.plan(budget)
+    return engine, budget
+
+
 #: A run estimated to take at least this long says so before it starts.
 ESTIMATE_AFTER_SECONDS = 10.0
-
-
-def _estimate(mechanism, schema, queries, public_rows, epsilon, delta, beta, rounds, measure, select_share, passes,
-              updates, alpha, variant="practical", representation="auto", noise="auto"):
-    """The engine's time estimate from the run's size (``synth.engines.estimate``); None for BLR, whose
-    progress bar already counts candidates, for a PMW plan that needs the noisy n, and for a
-    factored model, whose cost follows the cliques the run grows (its progress bar shows it)."""
-    from synth.models.distribution import choose_representation
-    from synth.engines.estimate import mwem_estimate, pmw_estimate, practical_pmw_estimate
-
-    if mechanism in ("mwem", "pmw") and choose_representation(schema, representation) == "factored":
-        return None
-    if mechanism == "mwem":
-        from synth.engines.mwem import DEFAULT_FINAL_PASSES, DEFAULT_PASSES, default_rounds, plan_noise
-
-        candidates = len(queries.subsets) if measure == "marginal" else len(queries)
-        zcdp = plan_noise(queries, schema, epsilon, delta, noise=noise, rounds=rounds, measure=measure,
-                          select_share=select_share, rows=public_rows).zcdp
-        rounds = min(rounds or default_rounds(queries, candidates, measure, zcdp=zcdp), candidates)
-        selecting = select_share is not None or rounds < candidates
-        return mwem_estimate(schema.universe_size, candidates, rounds, passes or DEFAULT_PASSES,
-                             DEFAULT_FINAL_PASSES, selecting)
-    if mechanism == "pmw" and variant == "practical":
-        return practical_pmw_estimate(schema.universe_size, updates or len(queries.subsets))
-    if mechanism == "pmw" and public_rows is not None:
-        from synth.engines.pmw_plan import plan_pmw
-
-        try:
-            plan = plan_pmw(epsilon, delta, public_rows, schema.universe_size, len(queries) * (passes or 1), beta,
-                            updates=updates, alpha=alpha)
-        except ValueError:
-            return None  # the run itself will say why the plan fails
-        return pmw_estimate(schema.universe_size, plan.updates, passes or 1)
-    return None
 
 
 def _count_share(count_epsilon, epsilon) -> float:
@@ -384,125 +386,3 @@ def _count_share(count_epsilon, epsilon) -> float:
         raise click.BadParameter(f"{count_epsilon:g} must be less than --epsilon {epsilon:g}",
                                  param_hint="--count-epsilon")
     return count_epsilon / epsilon
-
-
-def _fit_mwem(counts, schema, queries, epsilon, options, share, update):
-    from synth.engines.mwem import DEFAULT_PASSES, mwem
-
-    result = mwem(counts, schema, queries, epsilon, delta=options["delta"], noise=options["noise"],
-                  selection=options["selection"],
-                  rounds=options["rounds"],
-                  measure=options["measure"],
-                  select_share=options["select_share"], passes=options["passes"] or DEFAULT_PASSES,
-                  output="average" if options["average"] else "last", rows=options["rows"], count_share=share,
-                  rng=options["seed"], representation=options["representation"],
-                  max_model_cells=options["max_model_cells"], progress=update)
-    p = result.parameters
-    if p["selection"] == "adaptive":
-        how = (f"adaptive: one-way marginals first, then chosen by the exponential mechanism; the round budget "
-               f"grew {p['annealed']} times")
-    else:
-        how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
-    lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}) with {p['noise']} noise "
-             f"({'rho-zCDP' if p['composition'] == 'zCDP' else 'pure epsilon-DP'}); final fit: "
-             f"{p['final_passes_run']} passes (stopped: {p['final_fit_stop']})"]
-    lines.append(describe_representation(p["representation"], p["model_cells"], schema.universe_size))
-    lines += [f"mwem: {text}" for text in result.notes]
-    return result.to_model(schema, seeded=options["seed"] is not None), result.accountant, lines
-
-
-def describe_representation(representation: str, model_cells: int, universe: int) -> str:
-    """One line on how the released distribution is stored."""
-    if representation == "dense":
-        return f"distribution: dense, {universe:,} cells"
-    return f"distribution: factored, {model_cells:,} cells in its junction tree's cliques (universe: {universe:,} cells)"
-
-
-def _fit_blr(counts, schema, queries, epsilon, options, share, update):
-    if options["net"] == "sampled" and options["prior"] != "uniform":
-        return _fit_blr_prior(counts, schema, queries, epsilon, options, share, update)
-    from synth.engines.blr import DEFAULT_CANDIDATES, DEFAULT_MAX_NET, blr
-
-    result = blr(counts, schema, queries, epsilon, net=options["net"], net_size=options["net_size"],
-                 alpha=options["alpha"], candidates=options["candidates"] or DEFAULT_CANDIDATES,
-                 beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
-                 max_net=options["max_net"] or DEFAULT_MAX_NET, progress=update)
-    p = result.parameters
-    kind = "uniform net" if p["net"] == "sampled" else "exact net"
-    lines = [f"blr: {kind} of {p['candidates']:,} databases of m={p['net_size']} rows, each standing for "
-             f"{result.rows / p['net_size']:,.1f} rows"]
-    lines += _blr_bounds(p, exact_run=p["net"] == "exact")
-    for message in p.get("warnings", []):
-        warn(message)
-    return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
-
-
-def _fit_blr_prior(counts, schema, queries, epsilon, options, share, update):
-    """BLR over a released model's net: MWEM's or PMW's, run here, or a model file's."""
-    from synth.engines.blr_prior import blr_prior
-
-    prior, source = options["prior"] or "mwem", options["prior_model"]
-    if source is not None:
-        from synth.models.model import Model
-
-        prior = Model.load(source)
-    result = blr_prior(counts, schema, queries, epsilon, prior=prior, prior_share=options["prior_share"],
-                       prior_source=source, net_size=options["net_size"], candidates=options["candidates"],
-                       beta=options["beta"], rows=options["rows"], count_share=share, rng=options["seed"],
-                       progress=update)
-    p = result.parameters
-    record = p["prior"]
-    if source is None:
-        origin = (f"{record['source']}'s release ({record['source']} spent epsilon={record['epsilon']:.6g}, "
-                  f"{record['share']:g} of the budget after any row count)")
-    else:
-        origin = f"the released model {source} ({record['mechanism']})"
-    lines = [f"blr: net of {p['candidates']:,} databases of m={p['net_size']:,} rows drawn from {origin} by controlled "
-             f"rounding, each row standing for {result.rows / p['net_size']:,.2f} rows; the exponential mechanism "
-             f"chose one with epsilon={p['epsilon_select']:.6g}"]
-    lines += _blr_bounds(p, exact_run=False)
-    if source is not None:
-        spent = record.get("privacy_spent") or {}
-        cost = (f"epsilon={spent['epsilon']:g}, delta={spent.get('delta', 0):g}" if "epsilon" in spent
-                else "not recorded in the file")
-        lines.append(f"note: the prior model's own privacy loss ({cost}) is not part of this run's budget: it is "
-                     "yours to account for (the two releases together cost the sum)")
-        if record.get("seeded"):
-            warn(f"{source} came from a seeded run: its noise is reproducible by anyone who knows the seed")
-    for message in p.get("warnings", []):
-        warn(message)
-    return result.to_model(seeded=options["seed"] is not None), result.accountant, lines
-
-
-def _blr_bounds(p, exact_run: bool) -> list[str]:
-    """BLR's bounds: the exact net's (of the run, or for comparison) and a sampled net's."""
-    confidence = f"with probability >= {1 - p['beta']:g}"
-    label = "error bound, exact net" if exact_run else "error bound, exact net (for comparison, not run)"
-    parts = f"alpha(m)={p['net_alpha']:.4f} plus selection {p['bound_exact_net'] - p['net_alpha']:.4g}"
-    if exact_run or p["bound_exact_net"] < 1:
-        lines = [f"{label}: max query error <= {p['bound_exact_net']:.4f} of n {confidence} ({parts})"]
-    else:  # the net of every m-row database is far too large to promise anything
-        lines = [f"{label}: none for m={p['net_size']:,} ({parts} of n)"]
-    if p["net"] == "sampled":
-        lines.append(f"error bound, sampled net: max query error <= (best candidate's error) + "
-                     f"{p['selection_loss']:.4f} of n {confidence} (2 ln(K/beta) / (epsilon n)); the best "
-                     "candidate's error depends on the data and is not released")
-    return lines
-
-
-def _fit_pmw(counts, schema, queries, epsilon, options, share, update):
-    from synth.engines.pmw import run_pmw
-
-    run = run_pmw(counts, schema, queries, epsilon, options["delta"], options["beta"], rows=options["rows"],
-                  rng=options["seed"], passes=options["passes"] or 1, count_share=share, updates=options["updates"],
-                  alpha=options["alpha"], progress=update, variant=options["variant"], test=options["test"],
-                  representation=options["representation"], max_model_cells=options["max_model_cells"])
-    lines = list(run.notes)
-    lines.append(f"pmw ({options['variant']}): {run.pmw.updates:,} updates of L={run.plan.updates:,}")
-    lines.append(describe_representation(run.pmw.representation, run.pmw.model_cells, schema.universe_size))
-    if run.pmw.capped:
-        lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "
-                     "past --max-model-cells")
-    if run.pmw.updates == 0:
-        warn("PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)")
-    return run.pmw.to_model(seeded=options["seed"] is not None), run.accountant, lines

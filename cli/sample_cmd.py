@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ._common import flush_stdout, note, output_folder_exists, progress, quiet_option, seed_option, warn
@@ -45,7 +47,7 @@ def sample(model_file, rows, rounding, numeric, seed, quiet, force, output) -> N
     count = round(model.rows) if rows is None else rows
     if rows is None:
         check_table_size(model.schema, count, "the model's n", option="--rows")
-    target = click.get_text_stream("stdout") if output == "-" else output
+    target = sys.stdout if output == "-" else output
     with progress(f"writing {output}", quiet, "rows") as update:
         written = write_synthetic(target, model.distribution, model.schema, count, method=rounding,
                                   numeric=numeric, rng=seed, progress=update)

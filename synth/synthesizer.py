@@ -16,7 +16,6 @@ noisy count is bought from the budget.
 
 from __future__ import annotations
 
-import inspect
 import os
 import warnings
 from pathlib import Path
@@ -27,7 +26,8 @@ import pandas as pd
 
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.models.model import Model
-from synth.privacy.rng import is_seeded
+from synth.engines.registry import make_config, make_engine, options_of
+from synth.privacy.accounting import Budget
 from synth.data.schema import INFERRED_DESCRIPTION, Schema
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 from synth.data.workload import Workload
@@ -35,20 +35,14 @@ from synth.data.workload import Workload
 __all__ = ["Synthesizer", "MECHANISMS"]
 
 MECHANISMS = ("mwem", "pmw", "blr")
-
-#: Engine arguments the Synthesizer sets itself (not engine options a user may pass).
-_OWN_ARGUMENTS = {"data", "codes", "schema", "workload", "epsilon", "delta", "rows", "rng", "progress", "monitor"}
+#: Public inputs an engine takes beside its config (a prior distribution over the universe).
+_INPUTS = {"mwem": ("prior",), "pmw": ("prior",), "blr": ()}
 
 
 def engine_options(mechanism: str) -> tuple[str, ...]:
-    """The keyword options ``mechanism``'s engine takes (``rounds`` for MWEM, ``net`` for BLR...)."""
-    if mechanism == "mwem":
-        from synth.engines.mwem import mwem as engine
-    elif mechanism == "blr":
-        from synth.engines.blr import blr as engine
-    else:
-        from synth.engines.pmw import run_pmw as engine
-    return tuple(name for name in inspect.signature(engine).parameters if name not in _OWN_ARGUMENTS)
+    """The keyword options ``mechanism``'s engine takes (``rounds`` for MWEM, ``net`` for BLR...):
+    its config's fields but ``rows`` (the Synthesizer's own), and its public inputs."""
+    return tuple(name for name in options_of(mechanism) if name != "rows") + _INPUTS[mechanism]
 
 
 class Synthesizer:
@@ -62,8 +56,7 @@ class Synthesizer:
                  rng: np.random.Generator | int | None = None, **options: Any):
         if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
             raise ValueError(f"mechanism ({mechanism!r}) must be one of: {', '.join(MECHANISMS)}")
-        epsilon = check_budget_epsilon(epsilon)
-        delta = check_delta(delta)
+        self.budget = Budget(check_budget_epsilon(epsilon), check_delta(delta))
         if delta and mechanism == "blr":
             raise ValueError("delta applies to mwem and pmw; blr is pure epsilon-DP")
         if rows is not None:
@@ -73,7 +66,9 @@ class Synthesizer:
         if unknown:
             raise TypeError(f"{', '.join(map(repr, unknown))} is not an option of {mechanism}; its options are: "
                             f"{', '.join(allowed)}")
-        self.mechanism, self.epsilon, self.delta, self.rows = mechanism, epsilon, delta, rows
+        self.inputs = {name: options.pop(name) for name in _INPUTS[mechanism] if name in options}
+        self.config = make_config(mechanism, rows=rows, **options)  # every option checked now, before any data
+        self.mechanism, self.epsilon, self.delta, self.rows = mechanism, self.budget.epsilon, self.budget.delta, rows
         self.options = options
         self._rng = rng
         self.model: Model | None = None
@@ -107,6 +102,8 @@ class Synthesizer:
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
         queries = _workload(workload, selected)
+        engine = make_engine(self.config, selected, queries, **self.inputs)
+        engine.plan(self.budget)  # public checks of the budget against the plan, before the data is read
         from synth.data.dask_scan import is_dask_frame
         from synth.data.reading import check_bad_rows, scan
 
@@ -119,25 +116,7 @@ class Synthesizer:
             counts = scan(_data_source(data), full, queries.subsets, columns=columns, bad_rows=bad_rows)  # one pass
         if full.inferred:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
-        seeded = is_seeded(self._rng)
-        if self.mechanism == "mwem":
-            from synth.engines.mwem import mwem
-
-            result = mwem(counts, selected, queries, self.epsilon, delta=self.delta, rows=self.rows,
-                          rng=self._rng, **self.options)
-            self.model = result.to_model(selected, seeded=seeded)
-        elif self.mechanism == "blr":
-            from synth.engines.blr import blr
-
-            result = blr(counts, selected, queries, self.epsilon, rows=self.rows, rng=self._rng,
-                         **self.options)
-            self.model = result.to_model(seeded=seeded)
-        else:
-            from synth.engines.pmw import run_pmw
-
-            run = run_pmw(counts, selected, queries, self.epsilon, self.delta, rows=self.rows,
-                          rng=self._rng, **self.options)
-            self.model = run.pmw.to_model(seeded=seeded)
+        self.model = engine.run(counts, self.budget, self._rng).model
         return self
 
     def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike, workload=None,
@@ -185,7 +164,7 @@ class Synthesizer:
 
 def _workload(workload, schema: Schema) -> Workload:
     if workload is None:
-        return Workload.marginals(schema, min(3, len(schema)))
+        return Workload.default(schema)
     if isinstance(workload, Workload):
         if workload.schema.names != schema.names:
             raise SynthError(f"the workload's columns {list(workload.schema.names)} are not the schema's "

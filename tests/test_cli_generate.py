@@ -286,3 +286,27 @@ def test_a_delta_too_large_to_mean_much_is_warned_about(files, delta, rows, warn
     result = generate(files, "--epsilon", "1", "--delta", delta, *extra, "-o", files / "out.csv", "-q")
     assert result.exit_code == 0, result.output
     assert ("WARNING: --delta" in result.stderr) == warned
+
+
+def test_generate_runs_without_a_workload_file_on_the_python_apis_default(files):
+    """No --workload: the model is fitted for ``Workload.default`` (the Synthesizer's), the run
+    says which, and its model answers that workload as the Python API's fit for it does."""
+    result = run("generate", files / "d.csv", "--schema", files / "s.json", "--epsilon", "2", "--rows", "6000",
+                 "--seed", "3", "-o", files / "out.csv", "--model", files / "m.npz")
+    assert result.exit_code == 0, result.output
+    assert "workload: every 3-way marginal of the 3 columns (1 marginals, 24 cells), the default" in result.stderr
+    model = Model.load(files / "m.npz")
+    assert [m["marginal"] for m in model.round_log] == [["colour", "size", "c"]]
+    with_file = run("generate", files / "d.csv", "--schema", files / "s.json", "--epsilon", "2", "--rows", "6000",
+                    "--seed", "3", "-o", files / "out2.csv", "--model", files / "m2.npz",
+                    "--workload", files / "w.json")
+    assert with_file.exit_code == 0 and "the default" not in with_file.stderr
+    assert [m["marginal"] for m in Model.load(files / "m2.npz").round_log] != [["colour", "size", "c"]]
+
+
+def test_no_command_uses_clicks_text_stream_getter():
+    """click.get_text_stream goes in Click 9: the commands write to sys.stdout."""
+    from pathlib import Path
+
+    sources = (Path(__file__).resolve().parents[1] / "cli").glob("*.py")
+    assert not [p.name for p in sources if "get_text_stream" in p.read_text(encoding="utf-8")]

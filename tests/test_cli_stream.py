@@ -245,10 +245,17 @@ def test_bad_stream_options_fail_in_one_line(files, extra, message):
     assert result.stdout == "" and "Traceback" not in result.output
 
 
-def test_options_of_a_workload_run_still_need_their_workload(files):
+def test_a_workload_run_without_a_workload_answers_the_default_one(files):
+    """No --workload: the Python API's default (every 3-way marginal here: 3 columns), and the
+    run says so; --queries still belongs to --stream."""
     base = ["answer", str(files / "d.csv"), "--schema", str(files / "s.json"), "--exact"]
-    result = CliRunner().invoke(main, base)
-    assert result.exit_code == 2 and "Missing option '--workload'" in result.stderr
+    result = CliRunner().invoke(main, [*base, "-o", str(files / "exact.csv")])
+    assert result.exit_code == 0, result.output
+    default = Workload.default(SCHEMA)
+    assert len(default.subsets) == 1 and len(default) == SCHEMA.universe_size
+    assert f"workload: every 3-way marginal of the 3 columns (1 marginals, {len(default):,} cells), the default" \
+        in result.stderr
+    assert len((files / "exact.csv").read_text().splitlines()) == len(default) + 1
     Workload.marginals(SCHEMA, 1).save(files / "w.json")
     result = CliRunner().invoke(main, [*base, "--workload", str(files / "w.json"), "--queries", "3"])
     assert result.exit_code == 2 and "--queries applies to --stream only" in result.stderr

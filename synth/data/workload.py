@@ -83,6 +83,10 @@ class MarginalCells:
 Item = Union[Query, MarginalCells]
 
 
+#: The marginals' width in the default workload (``Workload.default``).
+DEFAULT_WAY = 3
+
+
 class Workload:
     """An ordered list of counting queries over one schema, grouped by column subset.
 
@@ -188,6 +192,12 @@ class Workload:
                  for subset in subsets]
         description = f"all {way}-way marginals over {', '.join(schema.names)}"
         return cls(schema, items, description)
+
+    @classmethod
+    def default(cls, schema: Schema) -> Workload:
+        """The workload a run gets when none is given: every 3-way marginal (every marginal of
+        all the columns when there are fewer than 3). The same in the Python API and the CLI."""
+        return cls.marginals(schema, min(DEFAULT_WAY, len(schema)))
 
     def cell_queries(self) -> Workload:
         """The same workload with every marginal written out as single cell queries."""

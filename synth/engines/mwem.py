@@ -46,15 +46,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant
-from synth.models.distribution import make_distribution
+from synth.privacy.accounting import Accountant, Budget
+from synth.models.distribution import choose_representation, make_distribution
 from synth.errors import SynthError
 from synth.models.fit import FIT_TOLERANCE, expected_noise
 from synth.privacy.mechanisms import mean_abs_noise
 from synth.engines.mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
-from synth.engines.mwem_budget import count_rho, plan_rounds, rounds_total
+from synth.engines.estimate import Estimate, mwem_estimate
+from synth.engines.mwem_budget import RoundBudget, count_rho, plan_rounds, rounds_total
+from synth.engines.release import Progress, Release, describe_representation
 from synth.engines.mwem_noise import NoiseChoice, check_noise, choose_noise
-from synth.privacy.rng import make_rng
+from synth.privacy.rng import is_seeded, make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, RowCount, row_count
 from synth.data.schema import Schema
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
@@ -64,7 +66,7 @@ from synth.privacy.validation import check_budget_epsilon, check_delta, check_po
 from synth.data.workload import Workload
 from synth.models.model import Model
 
-__all__ = ["MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
+__all__ = ["MWEMConfig", "MWEMEngine", "MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
            "FIT_TOLERANCE", "expected_noise"]
 
 #: How rounds are chosen: ``adaptive`` (``synth.engines.mwem_adaptive``), ``classic`` (a fixed number
@@ -100,185 +102,308 @@ class MWEMResult:
 
 
 
-def mwem(
-    data: Data,
-    schema: Schema,
-    workload: Workload,
-    epsilon: float,
-    *,
-    delta: float = 0.0,
-    selection: str = "auto",
-    rounds: int | None = None,
-    measure: str = "marginal",
-    select_share: float | None = None,
-    passes: int = DEFAULT_PASSES,
-    final_passes: int = DEFAULT_FINAL_PASSES,
-    output: str = "last",
-    rows: int | None = None,
-    count_share: float = DEFAULT_COUNT_SHARE,
-    noise: str = "auto",
-    prior: np.ndarray | None = None,
-    rng: np.random.Generator | int | None = None,
-    max_cells: int = DEFAULT_MAX_CELLS,
-    representation: str = "auto",
-    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
-    progress=None,
-) -> MWEMResult:
-    """Run MWEM on ``data`` (the encoded rows, or a planned scan's ``synth.data.counts.Counts``)
-    for ``workload``: epsilon-DP in total, or with ``delta`` > 0 (epsilon, delta)-DP through
-    rho-zCDP with discrete Gaussian measurements (``synth.engines.mwem_budget``).
+@dataclass(frozen=True)
+class MWEMConfig:
+    """MWEM's public options, checked when made (before any data is read).
 
-    ``noise="auto"`` runs the pure epsilon-DP plan (discrete Laplace) even when delta > 0 if
-    its measurements carry less noise (few of them; ``plan_noise``, ``synth.engines.mwem_noise``), and
-    notes which and why; ``"laplace"`` or ``"gaussian"`` (delta > 0) force one.
-
-    ``select_share=None`` spends ``DEFAULT_SELECT_SHARE`` of each round on selection, or
-    nothing when the rounds measure every candidate anyway (selection could only change
-    their order, so the whole budget goes to measurement).
-
-    ``representation`` keeps D dense (an array over U, at most ``max_cells`` cells) or
-    factored (``synth.models.factored``; ``auto``: factored once U passes ``max_cells``). A factored
-    D only selects candidates whose subset keeps its junction tree within ``max_model_cells``.
+    ``selection``: ``adaptive`` (``synth.engines.mwem_adaptive``), ``classic`` or ``auto``;
+    ``rounds``, ``measure`` (``marginal`` or ``query``), ``select_share`` and ``output``
+    (``last`` or ``average``) are classic MWEM's. ``passes``: multiplicative-weights passes
+    per round when selecting; ``final_passes``: the final fit's most. ``noise``: ``auto``,
+    ``laplace`` or ``gaussian`` (``synth.engines.mwem_noise``). ``rows``: n, when public;
+    otherwise a noisy count is bought with ``count_share`` of the budget. ``representation``,
+    ``max_cells`` and ``max_model_cells`` size the model (``synth.models.distribution``).
     """
-    epsilon = check_budget_epsilon(epsilon)
-    delta = check_delta(delta)
-    noise = check_noise(noise, delta)
-    rounds = None if rounds is None else check_positive_int(rounds, "rounds")
-    passes = check_positive_int(passes, "passes")
-    if isinstance(final_passes, bool) or not isinstance(final_passes, int) or final_passes < 0:
-        raise ValueError(f"final_passes ({final_passes!r}) must be an integer >= 0")
-    if select_share is not None:
-        select_share = check_probability(select_share, "select_share")
-    if selection not in SELECTIONS:
-        raise ValueError(f"selection ({selection!r}) must be one of: {', '.join(SELECTIONS)}")
-    if selection == "adaptive" and (rounds is not None or measure != "marginal" or output != "last"
-                                    or select_share is not None):
-        raise ValueError("rounds, measure='query', output='average' and select_share apply to selection='classic' "
-                         "(adaptive rounds follow from the budget)")
-    if selection == "adaptive" and not any(workload.subsets):
-        raise ValueError("adaptive rounds need a workload with a marginal on at least one column")
-    if measure not in ("marginal", "query"):
-        raise ValueError(f"measure ({measure!r}) must be 'marginal' or 'query'")
-    if output not in ("last", "average"):
-        raise ValueError(f"output ({output!r}) must be 'last' or 'average'")
-    if output == "average" and representation != "dense" and schema.universe_size > max_cells:
-        raise SynthError("output='average' needs a dense distribution: the universe is too large for one")
-    dist = make_distribution(schema, "dense" if output == "average" else representation, prior=prior,
-                             max_cells=max_cells, max_model_cells=max_model_cells)
-    generator = make_rng(rng)
-    # pure epsilon or zCDP, chosen before the data is touched, from public facts only
-    choice = plan_noise(workload, schema, epsilon, delta, noise=noise, selection=selection, rounds=rounds,
-                        measure=measure, select_share=select_share, output=output, rows=rows, count_share=count_share)
-    plan_delta = delta if choice.zcdp else 0.0  # the delta the plan accounts with: 0 is pure epsilon
-    accountant = Accountant(epsilon, delta)
-    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share,
-                      rho=count_rho(epsilon, delta, count_share) if choice.zcdp else None)
-    n, count_epsilon = float(count.rows), count.epsilon
-    mode, why = _selection_mode(selection, rounds, measure, output, select_share, schema, workload, n, epsilon,
-                                plan_delta, count)
-    lead = [text for text in (choice.reason, why) if text]  # the run's notes: which noise, which rounds, why
-    if mode == "adaptive":
-        return _adaptive(data, schema, workload, dist, n, count, accountant, generator, passes, final_passes,
-                         progress, lead, plan_delta, noise)
-    candidates = workload.subsets if measure == "marginal" else list(range(len(workload)))
-    subset_of = (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
-    rounds_run = min(rounds or default_rounds(workload, len(candidates), measure, zcdp=choice.zcdp), len(candidates))
-    select = select_share is not None or rounds_run < len(candidates)
-    notes: list[str] = lead
-    if rounds is not None and rounds > len(candidates):
-        notes.append(f"asked for {rounds:,} rounds; used {len(candidates):,}, one per {measure} of the workload: a "
-                     f"round measures a {measure} not measured before")
-    if not select:  # every candidate is measured: plan the budget for those that fit (structure only, no data)
+
+    selection: str = "auto"
+    rounds: int | None = None
+    measure: str = "marginal"
+    select_share: float | None = None
+    passes: int = DEFAULT_PASSES
+    final_passes: int = DEFAULT_FINAL_PASSES
+    output: str = "last"
+    noise: str = "auto"
+    rows: int | None = None
+    count_share: float = DEFAULT_COUNT_SHARE
+    representation: str = "auto"
+    max_cells: int = DEFAULT_MAX_CELLS
+    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS
+
+    def __post_init__(self) -> None:
+        if self.rounds is not None:
+            check_positive_int(self.rounds, "rounds")
+        check_positive_int(self.passes, "passes")
+        if isinstance(self.final_passes, bool) or not isinstance(self.final_passes, int) or self.final_passes < 0:
+            raise ValueError(f"final_passes ({self.final_passes!r}) must be an integer >= 0")
+        if self.select_share is not None:
+            object.__setattr__(self, "select_share", check_probability(self.select_share, "select_share"))
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection ({self.selection!r}) must be one of: {', '.join(SELECTIONS)}")
+        if self.selection == "adaptive" and (self.rounds is not None or self.measure != "marginal"
+                                            or self.output != "last" or self.select_share is not None):
+            raise ValueError("rounds, measure='query', output='average' and select_share apply to "
+                             "selection='classic' (adaptive rounds follow from the budget)")
+        if self.measure not in ("marginal", "query"):
+            raise ValueError(f"measure ({self.measure!r}) must be 'marginal' or 'query'")
+        if self.output not in ("last", "average"):
+            raise ValueError(f"output ({self.output!r}) must be 'last' or 'average'")
+        check_noise(self.noise, 1.0)  # its name; whether it fits delta is the budget's question
+        if self.rows is not None:
+            check_positive_int(self.rows, "rows")
+
+
+class MWEMEngine:
+    """MWEM for one schema and workload: ``plan`` (public facts only), then ``run`` on the
+    scan's counts: count n, measure round by round, fit, release."""
+
+    name = "mwem"
+
+    def __init__(self, config: MWEMConfig, schema: Schema, workload: Workload, *, prior: np.ndarray | None = None):
+        if config.selection == "adaptive" and not any(workload.subsets):
+            raise ValueError("adaptive rounds need a workload with a marginal on at least one column")
+        if (config.output == "average" and config.representation != "dense"
+                and schema.universe_size > config.max_cells):
+            raise SynthError("output='average' needs a dense distribution: the universe is too large for one")
+        self.config, self.schema, self.workload, self.prior = config, schema, workload, prior
+
+    def plan(self, budget: Budget) -> NoiseChoice:
+        """Pure epsilon (discrete Laplace) or rho-zCDP (discrete Gaussian) for this budget, and
+        why: chosen before the data is touched, from public facts only (``plan_noise``)."""
+        c = self.config
+        check_budget_epsilon(budget.epsilon)
+        check_noise(c.noise, budget.delta)
+        return plan_noise(self.workload, self.schema, budget.epsilon, budget.delta, noise=c.noise,
+                          selection=c.selection, rounds=c.rounds, measure=c.measure, select_share=c.select_share,
+                          output=c.output, rows=c.rows, count_share=c.count_share)
+
+    def estimate(self, budget: Budget) -> Estimate | None:
+        """The run's time from its size (``synth.engines.estimate``); None for a factored model,
+        whose cost follows the cliques the run grows."""
+        c, workload = self.config, self.workload
+        if choose_representation(self.schema, c.representation, c.max_cells) == "factored":
+            return None
+        candidates = len(workload.subsets) if c.measure == "marginal" else len(workload)
+        rounds = min(c.rounds or default_rounds(workload, candidates, c.measure, zcdp=self.plan(budget).zcdp),
+                     candidates)
+        return mwem_estimate(self.schema.universe_size, candidates, rounds, c.passes, c.final_passes,
+                             c.select_share is not None or rounds < candidates)
+
+    def run(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
+            progress: Progress | None = None) -> Release:
+        """Plan, count n, measure, fit: the release (epsilon-DP, or (epsilon, delta)-DP through
+        rho-zCDP when the plan chose the Gaussian)."""
+        result = self.record(counts, budget, rng, progress)
+        return Release(result.to_model(self.schema, seeded=is_seeded(rng)), result.accountant,
+                       _summary(result, self.schema), (), result)
+
+    def record(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
+               progress: Progress | None = None) -> MWEMResult:
+        """``run``'s work, as the engine's own record (no model built)."""
+        c, schema, workload = self.config, self.schema, self.workload
+        choice = self.plan(budget)
+        plan_delta = budget.delta if choice.zcdp else 0.0  # the delta the plan accounts with: 0 is pure epsilon
+        dist = make_distribution(schema, "dense" if c.output == "average" else c.representation, prior=self.prior,
+                                 max_cells=c.max_cells, max_model_cells=c.max_model_cells)
+        generator = make_rng(rng)
+        accountant = Accountant(budget.epsilon, budget.delta)
+        count = row_count(data_rows(counts), c.rows if c.rows is not None else schema.rows, accountant, generator,
+                          c.count_share,
+                          rho=count_rho(budget.epsilon, budget.delta, c.count_share) if choice.zcdp else None)
+        mode, why = _selection_mode(c.selection, c.rounds, c.measure, c.output, c.select_share, schema, workload,
+                                    float(count.rows), budget.epsilon, plan_delta, count)
+        lead = [text for text in (choice.reason, why) if text]  # the run's notes: which noise, which rounds, why
+        if mode == "adaptive":
+            result = _adaptive(counts, schema, workload, dist, float(count.rows), count, accountant, generator,
+                               c.passes, c.final_passes, progress, lead, plan_delta, c.noise)
+        else:
+            result = _classic(counts, schema, workload, dist, c, count, accountant, generator, plan_delta,
+                              progress, lead)
+        return result
+
+
+def mwem(data: Data, schema: Schema, workload: Workload, epsilon: float, *, delta: float = 0.0,
+         rng: np.random.Generator | int | None = None, prior: np.ndarray | None = None, progress=None,
+         **options) -> MWEMResult:
+    """Run MWEM on ``data`` (the encoded rows, or a planned scan's ``synth.data.counts.Counts``)
+    for ``workload`` with ``MWEMConfig(**options)``: epsilon-DP in total, or with ``delta`` > 0
+    (epsilon, delta)-DP, through rho-zCDP with discrete Gaussian measurements when that plan
+    adds less noise (``plan_noise``). The engine's record of the run (``MWEMEngine.run``
+    releases it with a model)."""
+    engine = MWEMEngine(MWEMConfig(**options), schema, workload, prior=prior)
+    return engine.record(data, Budget(check_budget_epsilon(epsilon), check_delta(delta)), rng, progress)
+
+
+def _summary(result: MWEMResult, schema: Schema) -> tuple[str, ...]:
+    """What the run did, in lines for its summary (all public)."""
+    p = result.parameters
+    if p["selection"] == "adaptive":
+        how = (f"adaptive: one-way marginals first, then chosen by the exponential mechanism; the round budget "
+               f"grew {p['annealed']} times")
+    else:
+        how = "chosen by the exponential mechanism" if p["epsilon_select"] else "every one, so no selection"
+    lines = [f"mwem: {p['rounds']} rounds measuring {p['measure']}s ({how}) with {p['noise']} noise "
+             f"({'rho-zCDP' if p['composition'] == 'zCDP' else 'pure epsilon-DP'}); final fit: "
+             f"{p['final_passes_run']} passes (stopped: {p['final_fit_stop']})",
+             describe_representation(p["representation"], p["model_cells"], schema.universe_size)]
+    return tuple(lines + [f"mwem: {text}" for text in result.notes])
+
+
+@dataclass
+class _ClassicPlan:
+    """Classic MWEM's rounds, from public facts and n: the candidates (workload marginals, or
+    single queries), how many rounds, whether they select, and each round's budget."""
+
+    candidates: list
+    rounds: int
+    select: bool
+    select_share: float
+    budget: RoundBudget
+    notes: list[str]
+
+
+def _plan_classic(c: MWEMConfig, schema: Schema, workload: Workload, dist, count: RowCount, epsilon: float,
+                  delta: float, zcdp: bool) -> _ClassicPlan:
+    """The rounds and their budget (structure only, no data): every candidate in workload order
+    when the rounds cover them all (those a factored model can hold), else a selected few."""
+    candidates = workload.subsets if c.measure == "marginal" else list(range(len(workload)))
+    subset_of = _subset_of(c.measure, workload)
+    rounds = min(c.rounds or default_rounds(workload, len(candidates), c.measure, zcdp=zcdp), len(candidates))
+    select = c.select_share is not None or rounds < len(candidates)
+    notes = []
+    if c.rounds is not None and c.rounds > len(candidates):
+        notes.append(f"asked for {c.rounds:,} rounds; used {len(candidates):,}, one per {c.measure} of the workload: "
+                     f"a round measures a {c.measure} not measured before")
+    if not select:
         fitting = _fitting_in_order(dist, candidates, subset_of)
         if not fitting:
-            raise _nothing_fits(max_model_cells)
+            raise _nothing_fits(c.max_model_cells)
         if len(fitting) < len(candidates):
-            notes.append(f"measured {len(fitting)} of the {len(candidates)} {measure}s: the others would grow the "
-                         f"model past its cap of {max_model_cells:,} cells (--max-model-cells); they are answered "
+            notes.append(f"measured {len(fitting)} of the {len(candidates)} {c.measure}s: the others would grow the "
+                         f"model past its cap of {c.max_model_cells:,} cells (--max-model-cells); they are answered "
                          "from the model")
-            candidates = fitting
-            rounds_run = len(candidates)
-    if select_share is None:
-        select_share = DEFAULT_SELECT_SHARE if select else 0.0
-    budget = plan_rounds(epsilon, plan_delta, count_epsilon, rounds_run, select_share, select, count.rho)
-
-    if select and measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
+            candidates, rounds = fitting, len(fitting)
+    share = c.select_share if c.select_share is not None else (DEFAULT_SELECT_SHARE if select else 0.0)
+    budget = plan_rounds(epsilon, delta, count.epsilon, rounds, share, select, count.rho)
+    if select and c.measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
         present = set(candidates)
-        candidates = list(candidates) + [(c,) for c in schema.names
-                                         if (c,) not in present and any(c in s for s in workload.subsets)]
-    true_tables = {s: data_marginal(data, schema, s) for s in (candidates if measure == "marginal" else workload.subsets)}
-    # AIM's selection rule: a candidate's score is its error less the noise measuring it would
-    # add (data-independent, so the score's sensitivity stays 1).
-    noise_per_cell = budget.mean_abs_noise
-    true_answers = workload.answer(true_tables) if measure == "query" else None
-    measured: list[tuple] = []  # (kind, key, noisy values)
-    log: list[dict] = []
-    average = np.zeros(schema.universe_size) if output == "average" else None
-    chosen: set = set()
-    final_fit = average is None and final_passes > 0
-    work = _Work(rounds_run, passes if (select or average is not None) else 0, final_passes if final_fit else 0)
+        candidates = list(candidates) + [(col,) for col in schema.names
+                                         if (col,) not in present and any(col in s for s in workload.subsets)]
+    return _ClassicPlan(list(candidates), rounds, select, share, budget, notes)
 
-    rounds_done = 0
-    for t in range(rounds_run):
+
+def _subset_of(measure: str, workload: Workload):
+    return (lambda key: key) if measure == "marginal" else (lambda key: workload[key].columns)
+
+
+def _classic(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig, count: RowCount,
+             accountant: Accountant, generator: np.random.Generator, delta: float, progress,
+             lead: list[str]) -> MWEMResult:
+    """Classic MWEM: plan the rounds, measure them (selecting where they do not cover every
+    candidate), then the final fit. ``delta`` is the plan's (0: pure epsilon)."""
+    n = float(count.rows)
+    plan = _plan_classic(c, schema, workload, dist, count, accountant.budget.epsilon, delta, delta > 0)
+    average = c.output == "average"
+    final_fit = not average and c.final_passes > 0
+    work = _Work(plan.rounds, c.passes if (plan.select or average) else 0, c.final_passes if final_fit else 0)
+    rounds = _classic_rounds(data, schema, workload, dist, c, plan, n, accountant, generator, work, progress)
+    # The fit stops at the noise level when the measurements are the workload (fitting closer
+    # fits their noise). When selection left marginals unmeasured it runs to convergence: the
+    # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
+    # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
+    noise = expected_noise(rounds.measured, plan.budget.epsilon_measure, plan.budget.rho_measure)
+    target = FIT_TOLERANCE * noise if not plan.select else 0.0
+    fit = _final_fit(dist, rounds.measured, n, c.final_passes if final_fit else 0, target, workload,
+                     lambda done: progress(plan.rounds, work.during_fit(done)) if progress is not None else None)
+    if progress is not None and final_fit:
+        progress(plan.rounds + 1, 1.0)
+    if average:
+        distribution = rounds.average / max(rounds.done, 1)
+    else:
+        distribution = dist.normalized() if dist.representation == "dense" else dist
+    parameters = {"selection": "classic", "rounds": rounds.done, "representation": dist.representation,
+                  "model_cells": dist.cells, "measure": c.measure, "select_share": plan.select_share,
+                  "passes": c.passes, "final_passes": 0 if average else c.final_passes, **fit, "output": c.output,
+                  **plan.budget.as_dict(), "noise_asked": c.noise, "epsilon_count": count.epsilon,
+                  "rho_count": count.rho}
+    return MWEMResult(distribution, n, count.public, accountant, rounds.log, parameters,
+                      lead + plan.notes + rounds.notes)
+
+
+@dataclass
+class _Rounds:
+    """What classic MWEM's rounds measured: (kind, key, noisy values), the round log, the
+    running sum of the estimates (``output="average"``), rounds done and why they stopped early."""
+
+    measured: list = field(default_factory=list)
+    log: list = field(default_factory=list)
+    average: np.ndarray | None = None
+    done: int = 0
+    notes: list = field(default_factory=list)
+
+
+def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig, plan: _ClassicPlan,
+                    n: float, accountant: Accountant, generator: np.random.Generator, work: _Work,
+                    progress) -> _Rounds:
+    """Each round: select a candidate not measured yet (the exponential mechanism on AIM's
+    noise-aware score, or the next in workload order when the rounds cover them all), measure
+    it, and refit when the next selection or the average needs the estimate."""
+    candidates, subset_of = plan.candidates, _subset_of(c.measure, workload)
+    true_tables = {s: data_marginal(data, schema, s)
+                   for s in (candidates if c.measure == "marginal" else workload.subsets)}
+    true_answers = workload.answer(true_tables) if c.measure == "query" else None
+    out = _Rounds(average=np.zeros(schema.universe_size) if c.output == "average" else None)
+    chosen: set = set()
+    for t in range(plan.rounds):
         open_ = [i for i, key in enumerate(candidates) if key not in chosen and dist.fits(subset_of(key))]
         if not open_ and t == 0:
-            raise _nothing_fits(max_model_cells)
+            raise _nothing_fits(c.max_model_cells)
         if not open_:
-            notes.append(f"stopped after {t} of {rounds_run} rounds: every candidate left would grow the model past "
-                         f"its cap of {max_model_cells:,} cells (--max-model-cells); the rest of epsilon is unspent")
+            out.notes.append(f"stopped after {t} of {plan.rounds} rounds: every candidate left would grow the model "
+                             f"past its cap of {c.max_model_cells:,} cells (--max-model-cells); the rest of epsilon "
+                             "is unspent")
             break
-        if select:
-            estimate = _Estimate(dist, candidates if measure == "marginal" else workload.subsets, n)
-            if measure == "marginal":
-                scores = np.array([float(np.abs(true_tables[s] - estimate.table(s)).sum())
-                                   - noise_per_cell * true_tables[s].size for s in candidates])
-            else:
-                scores = np.abs(true_answers - workload.answer(estimate.table))
+        if plan.select:
+            scores = _scores(dist, c.measure, candidates, workload, true_tables, true_answers, n,
+                             plan.budget.mean_abs_noise)
             closed = np.ones(len(candidates), dtype=bool)
             closed[open_] = False
             scores[closed] = -np.inf
-            pick = budget.select(scores, generator, accountant, note=f"MWEM round {t + 1} select")
+            pick = plan.budget.select(scores, generator, accountant, note=f"MWEM round {t + 1} select")
         else:
             pick = open_[0]  # every candidate is measured: in workload order, no selection
         key = candidates[pick]
         chosen.add(key)
         dist.add_subset(subset_of(key))  # a factored D makes room now: later candidates must fit beside it
-        if measure == "marginal":
-            noisy = budget.measure(true_tables[key], generator, accountant,
-                                   note=f"MWEM round {t + 1} measure {','.join(key)}")
-            measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
-            log.append({"round": t + 1, "marginal": list(key), "noisy": noisy})
+        if c.measure == "marginal":
+            noisy = plan.budget.measure(true_tables[key], generator, accountant,
+                                        note=f"MWEM round {t + 1} measure {','.join(key)}")
+            out.measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
+            out.log.append({"round": t + 1, "marginal": list(key), "noisy": noisy})
         else:
-            noisy = budget.measure(int(true_answers[key]), generator, accountant,
-                                   note=f"MWEM round {t + 1} measure query {key}")
-            measured.append(("query", key, float(noisy)))
-            log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key), "noisy": int(noisy)})
-        if select or average is not None:  # the estimate is needed now: by the next selection or the average
-            dist.fit(measured, n, passes, workload=workload)
-        if average is not None:
-            average += dist.normalized()
-        rounds_done = t + 1
+            noisy = plan.budget.measure(int(true_answers[key]), generator, accountant,
+                                        note=f"MWEM round {t + 1} measure query {key}")
+            out.measured.append(("query", key, float(noisy)))
+            out.log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key),
+                            "noisy": int(noisy)})
+        if plan.select or out.average is not None:  # needed now: by the next selection or the average
+            dist.fit(out.measured, n, c.passes, workload=workload)
+        if out.average is not None:
+            out.average += dist.normalized()
+        out.done = t + 1
         if progress is not None:
             progress(t + 1, work.after_round(t))
-    # The fit stops at the noise level when the measurements are the workload (fitting closer
-    # fits their noise). When selection left marginals unmeasured it runs to convergence: the
-    # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
-    # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
-    noise = expected_noise(measured, budget.epsilon_measure, budget.rho_measure)
-    target = FIT_TOLERANCE * noise if not select else 0.0
-    fit = _final_fit(dist, measured, n, final_passes if final_fit else 0, target, workload,
-                     lambda done: progress(rounds_run, work.during_fit(done)) if progress is not None else None)
-    if progress is not None and final_fit:
-        progress(rounds_run + 1, 1.0)
-    if average is not None:
-        distribution = average / max(rounds_done, 1)
-    else:
-        distribution = dist.normalized() if dist.representation == "dense" else dist
-    parameters = {"selection": "classic", "rounds": rounds_done, "representation": dist.representation,
-                  "model_cells": dist.cells, "measure": measure, "select_share": select_share, "passes": passes,
-                  "final_passes": final_passes if average is None else 0, **fit, "output": output,
-                  **budget.as_dict(), "noise_asked": noise, "epsilon_count": count_epsilon, "rho_count": count.rho}
-    return MWEMResult(distribution, n, count.public, accountant, log, parameters, notes)
+    return out
+
+
+def _scores(dist, measure: str, candidates: list, workload: Workload, true_tables: dict, true_answers, n: float,
+            noise_per_cell: float) -> np.ndarray:
+    """AIM's selection rule: a candidate's score is its error on the estimate less the noise
+    measuring it would add (data-independent, so the score's sensitivity stays 1)."""
+    estimate = _Estimate(dist, candidates if measure == "marginal" else workload.subsets, n)
+    if measure == "marginal":
+        return np.array([float(np.abs(true_tables[s] - estimate.table(s)).sum()) - noise_per_cell * true_tables[s].size
+                         for s in candidates])
+    return np.abs(true_answers - workload.answer(estimate.table))
 
 
 def _final_fit(dist, measured: list[tuple], n: float, passes: int, target: float, workload, on_pass) -> dict:

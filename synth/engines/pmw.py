@@ -25,28 +25,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant
+from synth.privacy.accounting import Accountant, Budget
 from synth.privacy.mechanisms import AboveThreshold, discrete_laplace
+from synth.engines.estimate import Estimate, pmw_estimate, practical_pmw_estimate
 from synth.engines.monitor import KLMonitor
+from synth.engines.release import Progress, Release, describe_representation
 from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from synth.engines.pmw_plan import PlanError, PMWPlan, plan_pmw
 from synth.engines.monitor import PracticalMonitor
 from synth.engines.pmw_practical import (DEFAULT_TEST_SHARE, PracticalPlan, PracticalPMW, default_updates,
                                          plan_practical, warm_start_subsets)
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.privacy.rng import make_rng
+from synth.privacy.rng import is_seeded, make_rng
 from synth.data.schema import Schema
 from synth.models.distribution import as_distribution, choose_representation
 from synth.errors import SynthError
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
 from synth.data.counts import Data, data_marginal, data_rows
 from synth.data.tables import DEFAULT_MAX_CELLS
-from synth.privacy.validation import check_budget_epsilon
+from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 from synth.data.workload import Query, Workload, parse_query
 from synth.models.model import Model
 
 
-__all__ = ["OpenPMW", "PMW", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
+__all__ = ["OpenPMW", "PMW", "PMWConfig", "PMWEngine", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]
 
 _RENORMALIZE_OUTSIDE = (1e-100, 1e100)
 
@@ -164,145 +166,197 @@ VARIANTS = ("practical", "theory")
 MAX_PRACTICAL_PASSES = 100
 
 
+@dataclass(frozen=True)
+class PMWConfig:
+    """PMW's public options, checked when made (before any data is read).
+
+    ``variant``: ``practical`` (``synth.engines.pmw_practical``: warm start, whole-marginal
+    tests and measurements, refits) or ``theory`` (the textbook PMW of this module, with its
+    worst-case plan); ``test``, ``test_share`` and ``warm`` are the practical variant's.
+    ``updates``: the update bound L (default: planned); ``alpha``: the accuracy to plan for;
+    ``beta``: the failure probability of the stated bounds; ``passes``: times an offline
+    workload is fed. ``monitor``: keep the KL-potential monitor (NON-PRIVATE, dense D only).
+    ``rows``: n when public, else a noisy count bought with ``count_share`` of epsilon.
+    ``representation`` keeps D dense or factored; a factored D answers lazily (``CAPPED``)
+    a query whose update would grow it past ``max_model_cells``.
+    """
+
+    variant: str = "practical"
+    updates: int | None = None
+    alpha: float | None = None
+    beta: float = 0.05
+    passes: int = 1
+    test: str = "auto"
+    test_share: float | None = None
+    warm: bool = True
+    monitor: bool = False
+    rows: int | None = None
+    count_share: float = DEFAULT_COUNT_SHARE
+    representation: str = "auto"
+    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant ({self.variant!r}) must be one of: {', '.join(VARIANTS)}")
+        if self.variant == "theory" and (self.test != "auto" or self.test_share is not None or not self.warm):
+            raise ValueError("test, test_share and warm apply to the practical variant only")
+        check_positive_int(self.passes, "passes")
+        if self.variant == "practical" and self.passes > MAX_PRACTICAL_PASSES:
+            raise PlanError(f"passes ({self.passes:,}) must be at most {MAX_PRACTICAL_PASSES} for the practical "
+                            "variant: after the first pass every subset is measured or tested, so more passes only "
+                            "repeat answers")
+        if self.updates is not None:
+            check_positive_int(self.updates, "updates")
+        if self.rows is not None:
+            check_positive_int(self.rows, "rows")
+        check_probability(self.beta, "beta")
+
+
 @dataclass
 class OpenPMW:
     """A PMW ready for its first query: the engine, its plan, accountant, monitor and notes."""
 
-    pmw: "PMW | PracticalPMW"
-    plan: "PMWPlan | PracticalPlan"
+    pmw: PMW | PracticalPMW
+    plan: PMWPlan | PracticalPlan
     accountant: Accountant
-    monitor: "KLMonitor | PracticalMonitor | None"
+    monitor: KLMonitor | PracticalMonitor | None
     notes: list[str]
 
 
-def open_pmw(
-    data: Data,
-    schema: Schema,
-    epsilon: float,
-    delta: float = 0.0,
-    beta: float = 0.05,
-    *,
-    subsets: Sequence[Sequence[str]] = (),
-    queries: int | None = None,
-    rows: int | None = None,
-    rng: np.random.Generator | int | None = None,
-    count_share: float = DEFAULT_COUNT_SHARE,
-    updates: int | None = None,
-    alpha: float | None = None,
-    monitor: bool = False,
-    prior: np.ndarray | None = None,
-    variant: str = "practical",
-    test: str = "auto",
-    test_share: float | None = None,
-    warm: bool = True,
-    representation: str = "auto",
-    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
-) -> OpenPMW:
-    """Plan PMW and start it, before any query is read (the warm start, if any, runs here).
+class PMWEngine:
+    """PMW for one schema: ``open`` starts it for a stream of queries (the warm start, if any,
+    runs there), and ``run`` feeds it an offline workload and releases D: plan, count n, warm
+    start, answer (measuring on updates), release."""
 
-    ``subsets``: the column subsets the queries will be on, when declared (a workload): the
-    practical variant's warm start measures their shared 2-way marginals (3-way and wider
-    workloads) and L defaults to ``pmw_practical.default_updates``; with none declared (an
-    interactive stream) there is no warm start and L defaults to the number of 2-way subsets
-    of the schema's columns (at least the number of columns: one epoch per pair an analyst
-    may ask about; each planned epoch holds back its share). ``queries``: the stream's length,
-    which the theory variant's plan needs. n is public when ``rows`` is given (or the schema has ``rows``); otherwise a noisy count
-    is bought with ``count_share * epsilon`` and charged to the accountant. ``representation``
-    keeps D dense or factored (``synth.models.distribution``); a factored D answers lazily, labelled
-    ``CAPPED``, a query whose update would grow it past ``max_model_cells``.
-    """
-    epsilon = check_budget_epsilon(epsilon)
-    if monitor and choose_representation(schema, representation) != "dense":
-        raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
-                         "under the dense cap (--representation dense)")
-    kept = {"representation": representation, "max_model_cells": max_model_cells}
-    if variant not in VARIANTS:
-        raise ValueError(f"variant ({variant!r}) must be one of: {', '.join(VARIANTS)}")
-    if variant == "theory" and (test != "auto" or test_share is not None or not warm):
-        raise ValueError("test, test_share and warm apply to the practical variant only")
-    generator = make_rng(rng)
-    accountant = Accountant(epsilon, delta)
-    notes: list[str] = []
-    count = row_count(data_rows(data), rows if rows is not None else schema.rows, accountant, generator, count_share)
-    if not count.public:
-        notes.append(count.describe())
-    n, count_epsilon = count.rows, count.epsilon
-    if variant == "practical":
-        warm_subsets = warm_start_subsets(subsets) if warm else ()
-        if not updates:
-            updates = default_updates(subsets, warm_subsets) if subsets else max(len(schema), math.comb(len(schema), 2))
-        plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=beta,
-                              rows_public=count.public, epsilon_count=count_epsilon, alpha=alpha, test=test,
-                              test_share=DEFAULT_TEST_SHARE if test_share is None else test_share,
-                              warm_subsets=warm_subsets)
-        watcher = None
-        if monitor:
-            watcher = PracticalMonitor(data_marginal(data, schema, None), plan.threshold, plan.updates)
-        pmw = PracticalPMW(data, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
-    else:
-        if queries is None:
-            raise ValueError("the theory variant plans from the number of queries: give queries=")
-        plan = plan_pmw(epsilon, delta, n, schema.universe_size, queries, beta,
-                        rows_public=count.public, epsilon_count=count_epsilon, updates=updates, alpha=alpha)
-        watcher = KLMonitor(data_marginal(data, schema, None), plan.threshold, plan.updates) if monitor else None
-        pmw = PMW(data, schema, plan, generator, accountant=accountant, prior=prior, monitor=watcher, **kept)
-    return OpenPMW(pmw, plan, accountant, watcher, notes)
+    name = "pmw"
+
+    def __init__(self, config: PMWConfig, schema: Schema, workload: Workload | None = None, *,
+                 prior: np.ndarray | None = None):
+        if config.monitor and choose_representation(schema, config.representation) != "dense":
+            raise SynthError("the KL monitor needs the dense distribution: leave out --monitor, or keep the universe "
+                             "under the dense cap (--representation dense)")
+        self.config, self.schema, self.workload, self.prior = config, schema, workload, prior
+
+    def plan(self, budget: Budget) -> None:
+        """Check the budget before the data is read (PMW's own plan needs n, so it is made in
+        ``open``, once n is counted)."""
+        check_budget_epsilon(budget.epsilon)
+
+    def estimate(self, budget: Budget) -> Estimate | None:
+        """The offline run's time from its size (``synth.engines.estimate``); None for a factored
+        model, and for the theory variant's plan when it needs the noisy n."""
+        c, schema, workload = self.config, self.schema, self.workload
+        if workload is None or choose_representation(schema, c.representation) == "factored":
+            return None
+        if c.variant == "practical":
+            return practical_pmw_estimate(schema.universe_size, c.updates or len(workload.subsets))
+        rows = c.rows if c.rows is not None else schema.rows
+        if rows is None:
+            return None
+        try:
+            plan = plan_pmw(budget.epsilon, budget.delta, rows, schema.universe_size, len(workload) * c.passes, c.beta,
+                            updates=c.updates, alpha=c.alpha)
+        except ValueError:
+            return None  # the run itself will say why the plan fails
+        return pmw_estimate(schema.universe_size, plan.updates, c.passes)
+
+    def open(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None, *,
+             subsets: Sequence[Sequence[str]] = (), queries: int | None = None) -> OpenPMW:
+        """Plan PMW and start it, before any query is read.
+
+        ``subsets``: the column subsets the queries will be on, when declared (a workload): the
+        practical variant's warm start measures their shared 2-way marginals (3-way and wider
+        workloads) and L defaults to ``pmw_practical.default_updates``; with none declared (an
+        interactive stream) there is no warm start and L defaults to the number of 2-way subsets
+        of the schema's columns (at least the number of columns: one epoch per pair an analyst
+        may ask about). ``queries``: the stream's length, which the theory variant's plan needs.
+        """
+        c, schema = self.config, self.schema
+        epsilon, delta = check_budget_epsilon(budget.epsilon), budget.delta
+        kept = {"representation": c.representation, "max_model_cells": c.max_model_cells}
+        generator = make_rng(rng)
+        accountant = Accountant(epsilon, delta)
+        notes: list[str] = []
+        count = row_count(data_rows(counts), c.rows if c.rows is not None else schema.rows, accountant, generator,
+                          c.count_share)
+        if not count.public:
+            notes.append(count.describe())
+        n, count_epsilon = count.rows, count.epsilon
+        if c.variant == "practical":
+            warm_subsets = warm_start_subsets(subsets) if c.warm else ()
+            updates = c.updates or (default_updates(subsets, warm_subsets) if subsets
+                                    else max(len(schema), math.comb(len(schema), 2)))
+            plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=c.beta,
+                                  rows_public=count.public, epsilon_count=count_epsilon, alpha=c.alpha, test=c.test,
+                                  test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
+                                  warm_subsets=warm_subsets)
+            watcher = (PracticalMonitor(data_marginal(counts, schema, None), plan.threshold, plan.updates)
+                       if c.monitor else None)
+            pmw = PracticalPMW(counts, schema, plan, generator, accountant=accountant, prior=self.prior,
+                               monitor=watcher, **kept)
+        else:
+            if queries is None:
+                raise ValueError("the theory variant plans from the number of queries: give queries=")
+            plan = plan_pmw(epsilon, delta, n, schema.universe_size, queries, c.beta,
+                            rows_public=count.public, epsilon_count=count_epsilon, updates=c.updates, alpha=c.alpha)
+            watcher = KLMonitor(data_marginal(counts, schema, None), plan.threshold, plan.updates) if c.monitor else None
+            pmw = PMW(counts, schema, plan, generator, accountant=accountant, prior=self.prior, monitor=watcher, **kept)
+        return OpenPMW(pmw, plan, accountant, watcher, notes)
+
+    def run(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
+            progress: Progress | None = None) -> Release:
+        """Answer the workload (``passes`` times, as a stream) and release D with its ledger."""
+        run = self.record(counts, budget, rng, progress)
+        lines = list(run.notes)
+        lines.append(f"pmw ({self.config.variant}): {run.pmw.updates:,} updates of L={run.plan.updates:,}")
+        lines.append(describe_representation(run.pmw.representation, run.pmw.model_cells, self.schema.universe_size))
+        if run.pmw.capped:
+            lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "
+                         "past --max-model-cells")
+        warnings = () if run.pmw.updates else (
+            "PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)",)
+        return Release(run.pmw.to_model(seeded=is_seeded(rng)), run.accountant, tuple(lines), warnings, run)
+
+    def record(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
+               progress: Progress | None = None) -> PMWRun:
+        """``run``'s work, as the engine's own record: every answer, its round, and the final model's."""
+        if self.workload is None:
+            raise ValueError("an offline PMW run needs a workload")
+        workload, passes = self.workload, self.config.passes
+        opened = self.open(counts, budget, rng, subsets=workload.subsets, queries=len(workload) * passes)
+        pmw, plan = opened.pmw, opened.plan
+        answers = np.zeros(len(workload))
+        rounds = [""] * len(workload)
+        total, every = len(workload) * passes, max(1, len(workload) * passes // 100)
+        for p in range(passes):
+            for i, query in enumerate(workload):
+                result = pmw.answer(query, query_id=i, label=workload.describe(i))
+                answers[i] = result.value
+                rounds[i] = result.round
+                done = p * len(workload) + i + 1
+                if progress is not None and (done % every == 0 or done == total):
+                    progress(done, done / total)
+        if self.config.variant == "practical":
+            final = plan.rows * as_distribution(pmw.release(), self.schema).answer_workload(workload)
+        else:
+            final = plan.rows * pmw.model_fractions(workload)
+        return PMWRun(answers, rounds, final, plan, pmw, opened.accountant, opened.monitor, opened.notes)
 
 
-def run_pmw(
-    data: Data,
-    schema: Schema,
-    workload: Workload,
-    epsilon: float,
-    delta: float = 0.0,
-    beta: float = 0.05,
-    *,
-    rows: int | None = None,
-    rng: np.random.Generator | int | None = None,
-    passes: int = 1,
-    count_share: float = DEFAULT_COUNT_SHARE,
-    updates: int | None = None,
-    alpha: float | None = None,
-    monitor: bool = False,
-    prior: np.ndarray | None = None,
-    progress=None,
-    variant: str = "practical",
-    test: str = "auto",
-    test_share: float | None = None,
-    warm: bool = True,
-    representation: str = "auto",
-    max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
-) -> PMWRun:
-    """Answer ``workload`` with PMW, feeding it as a stream (``passes`` times).
+def open_pmw(data: Data, schema: Schema, epsilon: float, delta: float = 0.0, beta: float = 0.05, *,
+             subsets: Sequence[Sequence[str]] = (), queries: int | None = None,
+             rng: np.random.Generator | int | None = None, prior: np.ndarray | None = None, **options) -> OpenPMW:
+    """``PMWEngine(PMWConfig(beta=beta, **options), schema).open(...)``: PMW planned and
+    started for a stream of queries (``PMWEngine.open``)."""
+    engine = PMWEngine(PMWConfig(beta=beta, **options), schema, prior=prior)
+    return engine.open(data, Budget(check_budget_epsilon(epsilon), check_delta(delta)), rng, subsets=subsets,
+                       queries=queries)
 
-    ``variant="practical"`` (the default, ``synth.engines.pmw_practical``) warm-starts on the
-    workload's shared 2-way marginals, tests whole marginals, measures whole marginals and
-    refits every measurement; L defaults to ``pmw_practical.default_updates``. ``"theory"`` is
-    the textbook PMW of this module with its worst-case plan. See ``open_pmw`` for n.
-    """
-    if variant == "practical" and passes > MAX_PRACTICAL_PASSES:
-        raise PlanError(f"passes ({passes:,}) must be at most {MAX_PRACTICAL_PASSES} for the practical variant: after "
-                         "the first pass every subset is measured or tested, so more passes only repeat answers")
-    opened = open_pmw(data, schema, epsilon, delta, beta, subsets=workload.subsets, queries=len(workload) * passes,
-                      rows=rows, rng=rng, count_share=count_share, updates=updates, alpha=alpha, monitor=monitor,
-                      prior=prior, variant=variant, test=test, test_share=test_share, warm=warm,
-                      representation=representation, max_model_cells=max_model_cells)
-    pmw, plan, accountant, watcher, notes = (opened.pmw, opened.plan, opened.accountant, opened.monitor,
-                                             opened.notes)
-    answers = np.zeros(len(workload))
-    rounds = [""] * len(workload)
-    total, every = len(workload) * passes, max(1, len(workload) * passes // 100)
-    for p in range(passes):
-        for i, query in enumerate(workload):
-            result = pmw.answer(query, query_id=i, label=workload.describe(i))
-            answers[i] = result.value
-            rounds[i] = result.round
-            done = p * len(workload) + i + 1
-            if progress is not None and (done % every == 0 or done == total):
-                progress(done, done / total)
-    if variant == "practical":
-        released = pmw.release()
-        final = plan.rows * as_distribution(released, schema).answer_workload(workload)
-    else:
-        final = plan.rows * pmw.model_fractions(workload)
-    return PMWRun(answers, rounds, final, plan, pmw, accountant, watcher, notes)
+
+def run_pmw(data: Data, schema: Schema, workload: Workload, epsilon: float, delta: float = 0.0, beta: float = 0.05,
+            *, rng: np.random.Generator | int | None = None, prior: np.ndarray | None = None, progress=None,
+            **options) -> PMWRun:
+    """Answer ``workload`` with PMW (``PMWConfig(beta=beta, **options)``), feeding it as a
+    stream ``passes`` times: the engine's record of the run (``PMWEngine.run`` releases it)."""
+    engine = PMWEngine(PMWConfig(beta=beta, **options), schema, workload, prior=prior)
+    return engine.record(data, Budget(check_budget_epsilon(epsilon), check_delta(delta)), rng, progress)
