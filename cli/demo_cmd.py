@@ -12,7 +12,6 @@ import click
 from ._common import EPSILON, note, progress, quiet_option, seed_option, warn
 
 MARKER = "DEMO.txt"
-NON_PRIVATE = "NON-PRIVATE (computed from the true data)"
 
 
 @click.command()
@@ -46,7 +45,8 @@ def demo(output, epsilon, seed, quiet) -> None:
     import numpy as np
 
     from synth.data.reading import read
-    from synth.report.evaluate import add_model_record, evaluate, read_synthetic
+    from synth.report.evaluate import NON_PRIVATE_TAG, add_model_record, baselines_text, evaluate, read_synthetic
+    from synth.report.numbers import COUNT, PRIVACY, fmt
     from synth.engines.mwem import mwem
     from synth.engines.pmw import run_pmw
     from synth.report.html import write_report
@@ -80,8 +80,9 @@ def demo(output, epsilon, seed, quiet) -> None:
                 model, monitor = run.pmw.to_model(seeded=seed is not None), run.monitor
                 warm = len(run.plan.warm_subsets)
                 lines.append(f"pmw (practical variant, online): a warm start on {warm} shared 2-way marginals, then "
-                             f"{run.pmw.updates} updates of L={run.plan.updates} while answering "
-                             f"{len(workload):,} queries one at a time (pmw-monitor.csv: the KL potential at each)")
+                             f"{fmt(run.pmw.updates, COUNT)} updates of L={fmt(run.plan.updates, COUNT)} while "
+                             f"answering {fmt(len(workload), COUNT)} queries one at a time (pmw-monitor.csv: the "
+                             "KL potential at each)")
         model.save(folder / f"{name}-model.npz")
         synthetic = folder / f"{name}-synthetic.csv"
         with progress(f"writing {synthetic.name}", quiet, "rows") as update:
@@ -100,17 +101,15 @@ def demo(output, epsilon, seed, quiet) -> None:
         write_report(folder / f"{name}-report", evaluation, monitor=monitor_log,
                      context={"data": str(data), "schema": str(schema_file), "workload": str(folder / "workload.json")})
         summary = evaluation.summary()
-        lines.append(f"{name}: spent epsilon={model.privacy['spent']['epsilon']:.3g} (its own run); synthetic "
-                     f"table's mean L1 per marginal {summary['mean_marginal_l1']:.3f}, max query error "
-                     f"{summary['max_absolute_error']:.3f} of n [{NON_PRIVATE}]")
-    independent = _independent_baseline(tables, len(codes), workload)
+        lines.append(f"{name}: spent epsilon={fmt(model.privacy['spent']['epsilon'], PRIVACY)} (its own run); "
+                     f"synthetic table's max absolute error {fmt(summary['max_absolute_error'])} of n, mean L1 "
+                     f"per marginal {fmt(summary['mean_marginal_l1'])} {NON_PRIVATE_TAG}")
+    lines.append(baselines_text(summary))  # the same data and workload for both engines
     elapsed = time.perf_counter() - started
     for line in lines:
         note(line)
-    note(f"for comparison, the product of the exact 1-way marginals: mean L1 per marginal "
-         f"{independent:.3f} [{NON_PRIVATE}]")
-    note(f"each engine had a budget of epsilon={epsilon:g} in its own run: releasing both would spend up to "
-         f"{2 * epsilon:g}")
+    note(f"each engine had a budget of epsilon={fmt(epsilon, PRIVACY)} in its own run: releasing both would spend "
+         f"up to {fmt(2 * epsilon, PRIVACY)}")
     click.echo(f"demo finished in {elapsed:.0f} s; everything is in {folder}{os.sep}:")
     for path in sorted(folder.iterdir()):
         if path.name != MARKER:
@@ -125,17 +124,3 @@ def _check_folder(folder: Path) -> None:
         raise click.BadParameter(f"{folder} exists and is not a previous demo's folder: choose another -o",
                                  param_hint="-o")
 
-
-def _independent_baseline(tables, n, workload) -> float:
-    """Mean L1 per marginal of the exact 1-way marginals' product: what a mechanism must beat."""
-    import numpy as np
-
-    errors = []
-    for subset in workload.subsets:
-        true = tables[subset] / n
-        factors = [true.sum(axis=tuple(j for j in range(len(subset)) if j != i)) for i in range(len(subset))]
-        product = factors[0]
-        for factor in factors[1:]:
-            product = np.multiply.outer(product, factor)
-        errors.append(float(np.abs(true - product).sum()))
-    return float(np.mean(errors))

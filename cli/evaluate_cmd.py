@@ -49,14 +49,16 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
 
     The folder holds answers.csv (true, released and errors per query), summary.json (the
     release's record; max and mean absolute error as fractions of n, L1 error per marginal
-    and its mean), PNG plots and index.html showing them all.
+    and its mean), PNG plots and index.html showing them all. Each measure is shown beside
+    two baselines: the product of the true 1-way marginals (knowing only each column alone)
+    and uniform (knowing nothing).
 
     Errors compare fractions: true counts over n, released answers over the row count the
     release is scaled to (the model's rows, the synthetic table's row count; n for an
     answers CSV). The folder appears only when complete.
 
-    NON-PRIVATE: the report READS THE PRIVATE DATA (it computes the exact answers). It is for
-    the data owner only; never release it.
+    NON-PRIVATE: the report READS THE PRIVATE DATA (it computes the exact answers and the
+    baselines). It is for the data owner only; never release it.
 
     \b
     Examples:
@@ -85,7 +87,16 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
 def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
               quiet, output, bad_rows) -> None:
     from synth.data.reading import scan
-    from synth.report.evaluate import add_model_record, evaluate, read_answers, read_synthetic, released_from_model
+    from synth.report.evaluate import (
+        add_model_record,
+        baselines_text,
+        evaluate,
+        read_answers,
+        read_synthetic,
+        release_text,
+        released_from_model,
+    )
+    from synth.report.numbers import COUNT, fmt
     from synth.report.html import check_report_folder, read_monitor, write_report
     from synth.data.workload import Workload
 
@@ -95,7 +106,7 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
     monitor = read_monitor(monitor_file) if monitor_file else None
     if monitor is not None and len(monitor) and int(monitor.query_id.max()) >= len(queries):
         warn(f"{monitor_file}: updates name query ids up to {int(monitor.query_id.max())} but the workload has "
-             f"{len(queries):,} queries: is it from a run on another workload?")
+             f"{fmt(len(queries), COUNT)} queries: is it from a run on another workload?")
     model = None
     if model_file:
         from synth.models.model import Model
@@ -121,26 +132,24 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
         if monitor.updates_allowed is None and planned is not None:
             monitor.updates_allowed = int(planned)  # an older monitor file without its plan line
         elif planned is not None and monitor.updates_allowed != planned:
-            warn(f"{monitor_file} is from a run with L={monitor.updates_allowed:,} but {model_file} has "
-                 f"L={int(planned):,}: are they from the same run?")
+            warn(f"{monitor_file} is from a run with L={fmt(monitor.updates_allowed, COUNT)} but {model_file} has "
+                 f"L={fmt(planned, COUNT)}: are they from the same run?")
     with progress(f"reading {data}", quiet, "rows") as update:
         truth = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
     for name, count in truth.clipped.items():
-        note(f"column {name!r}: {count:,} rows of {data} outside the bin edges were clipped into the edge bins")
+        note(f"column {name!r}: {fmt(count, COUNT)} rows of {data} outside the bin edges were clipped into the "
+             "edge bins")
     if truth.dropped:
-        note(f"{truth.dropped:,} rows of {data} outside the schema were left out (--bad-rows drop) [NON-PRIVATE]")
+        note(f"{fmt(truth.dropped, COUNT)} rows of {data} outside the schema were left out (--bad-rows drop) "
+             "[NON-PRIVATE]")
     evaluation = evaluate(truth.tables, queries, released, n=truth.n_rows)
     context = {"data": data, "schema": schema_file, "workload": workload_file}
     if monitor_file:
         context["monitor"] = {"path": monitor_file}
     write_report(output, evaluation, monitor=monitor, context=context)
     summary = evaluation.summary()
-    line = (f"{released.kind}: max absolute error {summary['max_absolute_error']:.4g} of n, mean "
-            f"{summary['mean_absolute_error']:.4g}, over {len(queries):,} queries (n={evaluation.n:,})")
-    if summary["mean_marginal_l1"] is not None:
-        line += (f"; mean marginal L1 {summary['mean_marginal_l1']:.4g} over {summary['marginals_evaluated']} of "
-                 f"{summary['marginals_total']} marginals")
-    note(line)
+    note(f"{released.kind}: {release_text(summary)}")
+    note(baselines_text(summary))
     note(f"wrote the report to {output} (open {output.rstrip('/')}/index.html)")
     warn(f"the report in {output} READS THE PRIVATE DATA: it is NON-PRIVATE, for the data owner only; "
          "never release it")

@@ -6,6 +6,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+from synth.report.numbers import fmt
 from synth_cli.main import main
 
 # The demo takes several seconds: one seeded run (``seeded_demo``) serves both tests, and the
@@ -37,8 +38,19 @@ def test_demo_writes_models_tables_and_reports(seeded_demo):
     assert (folder / "pmw-report" / "kl_potential.png").exists()  # the monitor's plots
     mwem = json.loads((folder / "mwem-report" / "summary.json").read_text())
     assert mwem["marginals_evaluated"] == mwem["marginals_total"] == 28 + 56
-    baseline = float(result.stderr.split("1-way marginals: mean L1 per marginal ")[1].split()[0])
-    assert mwem["mean_marginal_l1"] < 0.5 * baseline  # MWEM at eps=1 beats even the exact independent model
+    independent = mwem["baselines"]["independent"]
+    assert mwem["mean_marginal_l1"] < 0.5 * independent["mean_marginal_l1"]  # MWEM at eps=1 beats the exact
+    # independent model; the report shows the baselines beside the release, and stderr says the same
+    assert "<h2>The release against two baselines (NON-PRIVATE)</h2>" in html
+    assert f"<td class='num baseline'>{fmt(independent['mean_marginal_l1'])}</td>" in html
+    pmw = json.loads((folder / "pmw-report" / "summary.json").read_text())
+    assert pmw["baselines"] == mwem["baselines"]  # one data set, one workload
+    assert (f"baselines, for comparison: product of the true 1-way marginals: max absolute error "
+            f"{fmt(independent['max_absolute_error'])} of n, mean L1 per marginal "
+            f"{fmt(independent['mean_marginal_l1'])}; uniform: ") in result.stderr
+    assert (f"mwem: spent epsilon=1 (its own run); synthetic table's max absolute error "
+            f"{fmt(mwem['max_absolute_error'])} of n, mean L1 per marginal {fmt(mwem['mean_marginal_l1'])}"
+            ) in result.stderr
     assert "everything is in" in result.stdout and "mwem-report" in result.stdout
 
 

@@ -21,6 +21,7 @@ from synth_cli.evaluate_cmd import evaluate as evaluate_command
 from synth_cli.generate_cmd import generate
 from synth.report import html as report
 from synth.report.evaluate import (
+    BASELINES,
     EvaluationError,
     Released,
     evaluate,
@@ -28,6 +29,7 @@ from synth.report.evaluate import (
     released_from_codes,
     released_from_model,
 )
+from synth.report.numbers import COUNT, PRIVACY, fmt
 from synth.models.model import Model
 from synth.engines.pmw import run_pmw
 from synth.data.schema import Categorical, Coded, Numeric, Schema
@@ -144,6 +146,134 @@ def test_library_refusals_name_the_problem():
         Released("guess", np.zeros(3))
 
 
+# -- the baselines, and one number format -----------------------------------------------------
+
+
+def baselines_by_hand(p: np.ndarray) -> dict[str, dict[tuple[str, ...], np.ndarray]]:
+    """The two baselines' tables for the small example, from its true 2 x 3 fractions ``p``."""
+    a, b = p.sum(axis=1), p.sum(axis=0)
+    return {"independent": {("a",): a, ("b",): b, ("a", "b"): np.outer(a, b)},
+            "uniform": {("a",): np.full(2, 1 / 2), ("b",): np.full(3, 1 / 3), ("a", "b"): np.full((2, 3), 1 / 6)}}
+
+
+def test_baselines_match_a_computation_by_hand():
+    """The product of the true 1-way marginals and uniform, scored on the 10-row table by hand:
+    true p = [[.4, .2, 0], [.1, 0, .3]], a = (.6, .4), b = (.5, .2, .3)."""
+    p = truth_fractions()
+    result = evaluate(SMALL_CODES, SMALL_WORKLOAD, released_from_model(small_model(p), SMALL_WORKLOAD))
+    tables = baselines_by_hand(p)
+    true_tables = {("a",): p.sum(axis=1), ("b",): p.sum(axis=0), ("a", "b"): p}
+    summary = result.summary()
+    assert set(summary["baselines"]) == {"privacy", *BASELINES} == {"privacy", "independent", "uniform"}
+    assert summary["baselines"]["privacy"].startswith("NON-PRIVATE")
+    for name in BASELINES:
+        # per marginal: the L1 distance of the normalized tables
+        expected_l1 = {s: float(np.abs(true_tables[s] - tables[name][s]).sum()) for s in true_tables}
+        assert {m.columns: m.baselines[name] for m in result.marginals} == pytest.approx(expected_l1)
+        assert {tuple(m["columns"]): m["baseline_l1"][name] for m in summary["marginals"]} == pytest.approx(expected_l1)
+        # per query (1-way cells, then the 6 cells of a x b): |true - baseline| as fractions of n
+        answers = np.concatenate([tables[name][("a",)], tables[name][("b",)], tables[name][("a", "b")].ravel()])
+        error = np.abs(result.true_fraction - answers)
+        np.testing.assert_allclose(result.baselines[name].absolute_error, error, atol=1e-12)
+        entry = summary["baselines"][name]
+        assert entry["label"] == BASELINES[name][0]
+        assert entry["max_absolute_error"] == pytest.approx(error.max())
+        assert entry["mean_absolute_error"] == pytest.approx(error.mean())
+        assert entry["median_absolute_error"] == pytest.approx(np.median(error))
+        assert entry["max_absolute_error_rows"] == pytest.approx(error.max() * 10)
+        assert entry["mean_marginal_l1"] == pytest.approx(np.mean(list(expected_l1.values())))
+        assert entry["max_marginal_l1"] == pytest.approx(max(expected_l1.values()))
+        assert set(entry) == {"label", "description", "max_absolute_error", "mean_absolute_error",
+                              "median_absolute_error", "max_absolute_error_rows", "mean_absolute_error_rows",
+                              "mean_relative_error", "mean_marginal_l1", "max_marginal_l1"}
+    # the numbers themselves, worked out on paper
+    independent, uniform = summary["baselines"]["independent"], summary["baselines"]["uniform"]
+    by_columns = {tuple(m["columns"]): m["baseline_l1"] for m in summary["marginals"]}
+    assert by_columns[("a",)]["independent"] == 0 and by_columns[("b",)]["independent"] == 0  # 1-way: exact
+    assert by_columns[("a", "b")]["independent"] == pytest.approx(0.72)  # |p - a x b| = 2 (.1 + .08 + .18)
+    assert by_columns[("a", "b")]["uniform"] == pytest.approx(0.8)
+    assert by_columns[("a",)]["uniform"] == pytest.approx(0.2) and by_columns[("b",)]["uniform"] == pytest.approx(1 / 3)
+    assert independent["max_absolute_error"] == pytest.approx(0.18)
+    assert independent["mean_marginal_l1"] == pytest.approx(0.24)
+    assert uniform["max_absolute_error"] == pytest.approx(0.4 - 1 / 6)  # the cell a=0, b=0
+    # a release equal to the truth beats both; the release's own numbers are unchanged by them
+    assert summary["mean_marginal_l1"] == pytest.approx(0) and summary["max_absolute_error"] == pytest.approx(0)
+
+
+def test_baselines_are_scored_on_the_marginals_the_release_determines():
+    """Answers that leave the b marginal uncovered: the baselines' mean L1 is over (a) and (a, b)
+    too, so that it compares with the release's; every marginal still has its baseline L1."""
+    queries = list(SMALL_WORKLOAD.queries)
+    del queries[3]  # b = 1
+    workload = Workload(SMALL, queries)
+    result = evaluate(SMALL_CODES, workload, small_model(truth_fractions()).answer(workload))
+    summary = result.summary()
+    assert summary["marginals_evaluated"] == 2
+    assert summary["baselines"]["independent"]["mean_marginal_l1"] == pytest.approx((0 + 0.72) / 2)
+    assert summary["baselines"]["uniform"]["mean_marginal_l1"] == pytest.approx((0.2 + 0.8) / 2)
+    uncovered = next(m for m in summary["marginals"] if m["columns"] == ["b"])
+    assert uncovered["l1"] is None and uncovered["baseline_l1"]["uniform"] == pytest.approx(1 / 3)
+
+
+def test_the_report_shows_the_baselines_beside_the_release(tmp_path, monkeypatch):
+    """The page: a table of the release against both baselines (labelled NON-PRIVATE, with the
+    sentence saying what they are) and the baselines' L1 per marginal; summary.json carries
+    them; the plots mark them. Every number in the format of ``fmt``."""
+    p = truth_fractions()
+    p[0, 0] -= 0.1
+    p[1, 2] += 0.1
+    result = evaluate(SMALL_CODES, SMALL_WORKLOAD, released_from_model(small_model(p), SMALL_WORKLOAD))
+    drawn = {}
+    save = report._save
+
+    def keep(figure, path):
+        drawn[path.name] = figure
+        return save(figure, path)
+
+    monkeypatch.setattr(report, "_save", keep)
+    report.write_report(tmp_path / "r", result)
+    page = (tmp_path / "r" / "index.html").read_text()
+    summary = load_summary(tmp_path / "r")
+    assert summary["baselines"] == json.loads(json.dumps(result.summary()["baselines"]))
+    assert "<h2>The release against two baselines (NON-PRIVATE)</h2>" in page
+    assert ("the product of the true 1-way marginals is what a release would get knowing only each column alone"
+            in page) and "uniform is what it would get knowing nothing" in page
+    assert "Both are computed from the true data: NON-PRIVATE, for the data owner only." in page
+    assert ("<th class='baseline'>product of the true 1-way marginals (NON-PRIVATE)</th>"
+            "<th class='baseline'>uniform (NON-PRIVATE)</th>") in page
+    # mean L1 per marginal: the release 0.2, the product of the 1-way marginals (0 + 0 + .72) / 3, uniform
+    # (.2 + 1/3 + .8) / 3; max absolute error: .1 (a row of n = 10), .18 (1.8 rows), .2333 (2.3 rows)
+    assert ("<tr><th>mean L1 per marginal (0 to 2)</th><td class='num'>0.200</td>"
+            "<td class='num baseline'>0.240</td><td class='num baseline'>0.444</td></tr>") in page
+    assert ("<tr><th>max absolute error (fraction of n)</th><td class='num'>0.100 (~1 rows)</td>"
+            "<td class='num baseline'>0.180 (~1.8 rows)</td>"
+            "<td class='num baseline'>0.233 (~2.3 rows)</td></tr>") in page
+    assert ("<tr><td>a x b</td><td class='num'>6</td><td class='num'>6</td><td class='num'>0.200</td>"
+            "<td class='num baseline'>0.720</td><td class='num baseline'>0.800</td></tr>") in page
+    # the plots: the baselines' mean errors as lines, their L1 per marginal as markers
+    labels = [t.get_text() for t in drawn["error_distribution.png"].axes[0].get_legend().get_texts()]
+    assert "product of the true 1-way marginals: mean 0.0655 (NON-PRIVATE)" in labels
+    bars = drawn["marginal_errors.png"].axes[0]
+    labels = [t.get_text() for t in bars.get_legend().get_texts()]
+    assert {"product of the true 1-way marginals (NON-PRIVATE)", "uniform (NON-PRIVATE)"} <= set(labels)
+    markers = {c.get_label(): c.get_offsets()[:, 0] for c in bars.collections}
+    order = [m.columns for m in sorted(result.marginals, key=lambda m: -m.l1)]  # the bars' order, worst first
+    expected = {("a",): 0.0, ("b",): 0.0, ("a", "b"): 0.72}
+    np.testing.assert_allclose(markers["product of the true 1-way marginals (NON-PRIVATE)"],
+                               [expected[c] for c in order], atol=1e-12)
+
+
+def test_one_number_format():
+    """Errors to 3 significant figures, counts with thousands separators, epsilon and delta plain."""
+    assert [fmt(v) for v in (0.2, 0.07123, 1.5e-5, 123.4, 0, 2.0, None, float("nan"))] == [
+        "0.200", "0.0712", "1.50e-05", "123", "0", "2.00", "n/a", "n/a"]
+    assert [fmt(v, COUNT) for v in (6000, 6000.0, 48842, 1234.56, np.int64(7))] == [
+        "6,000", "6,000", "48,842", "1,234.6", "7"]
+    assert [fmt(v, PRIVACY) for v in (1, 0.625, 1e-6, 3e-7, 0.90512)] == ["1", "0.625", "1e-06", "3e-07", "0.905"]
+    with pytest.raises(ValueError, match="kind"):
+        fmt(1, "percent")
+
+
 # -- the command on a 3-column table --------------------------------------------------------
 
 
@@ -234,7 +364,25 @@ def test_report_files_are_complete_and_linked(files, tmp_path):
                                rtol=1e-4, atol=1e-9)
     assert len(summary["marginals"]) == 6 and summary["marginals"][0]["columns"] == ["colour"]
     assert page.count("<tr><td>") >= 6  # the marginal table
-    assert f"{summary['mean_marginal_l1']:.4g}" in page
+    assert f"<td class='num'>{fmt(summary['mean_marginal_l1'])}</td>" in page
+    # the baselines: in summary.json, on the page and on stderr, each number in one format
+    codes = correlated_codes(6000, 1)
+    for name in ("independent", "uniform"):
+        baseline = summary["baselines"][name]
+        assert 0 < summary["mean_marginal_l1"] < baseline["mean_marginal_l1"]  # the release beats both here
+        assert f"<td class='num baseline'>{fmt(baseline['mean_marginal_l1'])}</td>" in page
+        assert (f"{baseline['label']}: max absolute error {fmt(baseline['max_absolute_error'])} of n, mean L1 per "
+                f"marginal {fmt(baseline['mean_marginal_l1'])}") in result.stderr
+    assert "baselines, for comparison:" in result.stderr
+    assert "[NON-PRIVATE: computed from the true data]" in result.stderr
+    assert f"mean L1 per marginal {fmt(summary['mean_marginal_l1'])} over 6 of 6 marginals" in result.stderr
+    # the product of the 1-way marginals of the (colour, size) marginal, by hand
+    true = np.zeros((2, 3))
+    np.add.at(true, (codes[:, 0], codes[:, 1]), 1 / len(codes))
+    by_hand = np.abs(true - np.outer(true.sum(axis=1), true.sum(axis=0))).sum()
+    row = next(m for m in summary["marginals"] if m["columns"] == ["colour", "size"])
+    assert row["baseline_l1"]["independent"] == pytest.approx(by_hand) and by_hand > 0.01
+    assert row["baseline_l1"]["uniform"] == pytest.approx(np.abs(true - 1 / 6).sum())
 
 
 def test_monitor_adds_the_kl_plots(files, tmp_path):
@@ -438,7 +586,7 @@ def test_a_synthetic_table_with_its_model_shows_the_models_record(files, tmp_pat
     assert source["model"] == str(files / "m.npz") and source["model_rows"] == model.rows
     page = (out / "index.html").read_text()
     assert "<th>mechanism</th><td>mwem</td>" in page
-    assert f"epsilon = {report._fmt(spent['epsilon'])}, delta = {report._fmt(spent['delta'])}" in page
+    assert f"epsilon = {fmt(spent['epsilon'], PRIVACY)}, delta = {fmt(spent['delta'], PRIVACY)}" in page
     assert "6,000: public (given, not read from the data)" in page
     assert "yes: a seeded run is for testing, not for release" in page and "not recorded" not in page
     # the numbers are the synthetic table's, whatever model is passed beside it

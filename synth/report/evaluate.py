@@ -14,6 +14,10 @@ CSV) with the exact answers on the private data, by the error measures of DESIGN
   A model or a synthetic table gives every table; an answers CSV gives a table only when its
   cell queries cover every cell of it (otherwise that marginal's L1 is ``None``).
 
+Beside the release, two baselines are answered and scored the same way (``BASELINES``): the
+product of the true 1-way marginals (what a release would get knowing only each column alone)
+and the uniform distribution (knowing nothing). They are computed from the true data too.
+
 The release's privacy record (mechanism, epsilon and delta spent, whether its n is public or
 a noisy count bought from the budget, whether the run was seeded) comes from a model: its own
 for a model, or the one passed beside a synthetic table or an answers CSV (``add_model_record``),
@@ -37,15 +41,21 @@ import numpy as np
 from synth.errors import SynthError
 from synth.data.schema import Schema
 from synth.data.workload import Workload
+from synth.report.numbers import COUNT, fmt
 
 __all__ = [
+    "BASELINES",
+    "BASELINE_NOTE",
     "NON_PRIVATE_NOTE",
+    "NON_PRIVATE_TAG",
+    "Baseline",
     "Evaluation",
     "EvaluationError",
     "MarginalError",
     "NOT_RECORDED",
     "Released",
     "add_model_record",
+    "baselines_text",
     "check_model_schema",
     "evaluate",
     "read_answers",
@@ -54,12 +64,26 @@ __all__ = [
     "released_from_model",
     "released_from_tables",
     "release_record",
+    "release_text",
 ]
 
 NON_PRIVATE_NOTE = ("NON-PRIVATE: computed from the true data (it reads the private data); "
                     "for the data owner only, never release it")
 
 SOURCES = ("model", "synthetic", "answers")
+
+#: The baselines every evaluation scores beside the release: summary key -> (label, what it is).
+BASELINES = {
+    "independent": ("product of the true 1-way marginals",
+                    "what a release would get knowing only each column alone (each column's true distribution, "
+                    "the columns independent)"),
+    "uniform": ("uniform", "what a release would get knowing nothing (every cell of a marginal equally likely)"),
+}
+#: How a line on stderr marks numbers computed from the true data.
+NON_PRIVATE_TAG = "[NON-PRIVATE: computed from the true data]"
+BASELINE_NOTE = ("NON-PRIVATE: the baselines are computed from the true data (the product of its 1-way marginals, "
+                 "and both baselines' errors against the exact answers); for the data owner only, never release "
+                 "them")
 
 #: What the report says of a synthetic table or an answers CSV evaluated without its model.
 NOT_RECORDED = "not recorded: {what} carries no privacy record; pass --model to show it"
@@ -220,7 +244,8 @@ def read_synthetic(path: str | os.PathLike, schema: Schema, workload: Workload, 
     if result.clipped:
         name, count = next(iter(result.clipped.items()))
         raise EvaluationError(
-            f"{path}: column {name!r}: {count:,} values lie outside the schema's bin edges; a synthetic table "
+            f"{path}: column {name!r}: {fmt(count, COUNT)} values lie outside the schema's bin edges; a synthetic "
+            "table "
             "drawn under this schema has none (is it for another schema?)"
         )
     released = released_from_tables(result.tables, workload)
@@ -249,7 +274,8 @@ def read_answers(path: str | os.PathLike, workload: Workload) -> Released:
     body = rows[1:]
     if len(body) != len(workload):
         raise EvaluationError(
-            f"{path}: has {len(body):,} answers but the workload has {len(workload):,} queries; answer this "
+            f"{path}: has {fmt(len(body), COUNT)} answers but the workload has {fmt(len(workload), COUNT)} queries; "
+            "answer this "
             "workload (with the same --columns) to evaluate it"
         )
     at = {name: header.index(name) for name in ("query_id", "answer", "query", "privacy") if name in header}
@@ -314,6 +340,25 @@ class MarginalError:
     cells: int
     queries: int
     l1: float | None  # None: the release does not determine this marginal's table
+    #: The baselines' L1 distances for this marginal (``BASELINES`` keys; always known).
+    baselines: dict[str, float] = field(default_factory=dict, hash=False)
+
+
+@dataclass
+class Baseline:
+    """A baseline's answers (fractions, workload order) and errors, scored as the release is.
+
+    ``marginal_l1`` maps each marginal's columns to the L1 distance between the normalized
+    true table and the baseline's table. NON-PRIVATE: computed from the true data.
+    """
+
+    name: str
+    label: str
+    description: str
+    released_fraction: np.ndarray
+    absolute_error: np.ndarray
+    relative_error: np.ndarray
+    marginal_l1: dict[tuple[str, ...], float]
 
 
 @dataclass
@@ -338,16 +383,26 @@ class Evaluation:
     relative_error: np.ndarray
     marginals: list[MarginalError]
     info: dict[str, Any] = field(default_factory=dict)
+    #: ``BASELINES`` keys -> their scores (NON-PRIVATE).
+    baselines: dict[str, Baseline] = field(default_factory=dict)
 
     @property
     def marginal_l1(self) -> list[float]:
         """The L1 errors of the marginals the release determines."""
         return [m.l1 for m in self.marginals if m.l1 is not None]
 
+    def baseline_marginal_l1(self, name: str) -> list[float]:
+        """A baseline's L1 errors on the marginals the release determines (so the two compare)."""
+        return [m.baselines[name] for m in self.marginals if m.l1 is not None]
+
     def summary(self) -> dict[str, Any]:
-        """The numbers of the report (JSON-ready: floats, ints, strings, lists and None)."""
+        """The numbers of the report (JSON-ready: floats, ints, strings, lists and None).
+
+        ``baselines`` holds, per ``BASELINES`` key, the same measures as the release's (under
+        the same keys), its ``label`` and ``description``; its marginal L1 measures are over the
+        marginals the release determines. Each entry of ``marginals`` has ``baseline_l1``.
+        """
         abs_err = self.absolute_error
-        rel = self.relative_error[np.isfinite(self.relative_error)]
         l1 = self.marginal_l1
         return {
             "privacy": NON_PRIVATE_NOTE,
@@ -356,19 +411,20 @@ class Evaluation:
             "columns": list(self.workload.schema.names),
             "source": {"kind": self.kind, "rows": _number(self.released_rows), **_jsonable(self.info),
                        **_jsonable(release_record(self.kind, self.info))},
-            "max_absolute_error": _number(abs_err.max()) if abs_err.size else None,
-            "mean_absolute_error": _number(abs_err.mean()) if abs_err.size else None,
-            "median_absolute_error": _number(np.median(abs_err)) if abs_err.size else None,
-            "max_absolute_error_rows": _number(abs_err.max() * self.n) if abs_err.size else None,
-            "mean_absolute_error_rows": _number(abs_err.mean() * self.n) if abs_err.size else None,
-            "mean_relative_error": _number(rel.mean()) if rel.size else None,
+            **_measures(abs_err, self.relative_error, l1, self.n),
             "worst_query": int(np.argmax(abs_err)) if abs_err.size else None,
-            "mean_marginal_l1": _number(np.mean(l1)) if l1 else None,
-            "max_marginal_l1": _number(np.max(l1)) if l1 else None,
             "marginals_evaluated": len(l1),
             "marginals_total": len(self.marginals),
+            "baselines": {
+                "privacy": BASELINE_NOTE,
+                **{name: {"label": b.label, "description": b.description,
+                          **_measures(b.absolute_error, b.relative_error, self.baseline_marginal_l1(name), self.n)}
+                   for name, b in self.baselines.items()},
+            },
             "marginals": [{"columns": list(m.columns), "cells": m.cells, "queries": m.queries,
-                           "l1": _number(m.l1) if m.l1 is not None else None} for m in self.marginals],
+                           "l1": _number(m.l1) if m.l1 is not None else None,
+                           "baseline_l1": {name: _number(v) for name, v in m.baselines.items()}}
+                          for m in self.marginals],
         }
 
     def write_answers_csv(self, handle: TextIO) -> None:
@@ -402,7 +458,8 @@ def evaluate(truth: np.ndarray | Tables, workload: Workload, released: Released 
         released = Released("answers", released)
     if released.answers.shape != (len(workload),):
         raise EvaluationError(
-            f"{released.answers.size:,} released answers for a workload of {len(workload):,} queries"
+            f"{fmt(released.answers.size, COUNT)} released answers for a workload of "
+            f"{fmt(len(workload), COUNT)} queries"
         )
     if not np.all(np.isfinite(released.answers)):
         raise EvaluationError("the released answers include a non-finite value")
@@ -423,17 +480,45 @@ def evaluate(truth: np.ndarray | Tables, workload: Workload, released: Released 
     if not released_tables:  # answers only: whole marginals where cell queries cover them
         released_tables = _tables_from_cells(workload, released_fraction)
     groups = workload.groups()
+    true_fractions = {s: np.asarray(true_tables[s], dtype=np.float64) / n for s in subsets}
+    baseline_tables = {name: {s: _baseline_table(name, true_fractions[s]) for s in subsets} for name in BASELINES}
+    baselines = {}
+    for name, (label, description) in BASELINES.items():
+        answered = workload.answer(baseline_tables[name]).astype(np.float64)
+        error = np.abs(true_fraction - answered)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            baseline_relative = np.where(true > 0, error / true_fraction, np.nan)
+        l1s = {s: float(np.abs(true_fractions[s] - baseline_tables[name][s]).sum()) for s in subsets if s}
+        baselines[name] = Baseline(name, label, description, answered, error, baseline_relative, l1s)
     marginals = []
     for subset in subsets:
         if not subset:  # the "all rows" query: no marginal to compare
             continue
-        table = np.asarray(true_tables[subset], dtype=np.float64) / n
+        table = true_fractions[subset]
         theirs = released_tables.get(subset)
         l1 = None if theirs is None else float(np.abs(table - np.asarray(theirs, dtype=np.float64)).sum())
-        marginals.append(MarginalError(subset, int(table.size), int(groups[subset].size), l1))
+        marginals.append(MarginalError(subset, int(table.size), int(groups[subset].size), l1,
+                                       {name: b.marginal_l1[subset] for name, b in baselines.items()}))
     details = {**released.info, **(info or {})}
     return Evaluation(workload, int(n), released.kind, rows, np.asarray(true), released_fraction * n, true_fraction,
-                      released_fraction, difference, relative, marginals, details)
+                      released_fraction, difference, relative, marginals, details, baselines)
+
+
+def _baseline_table(name: str, true: np.ndarray) -> np.ndarray:
+    """A baseline's table (fractions) for one marginal, given that marginal's true fractions.
+
+    ``independent``: the outer product of the table's own 1-way marginals (the true 1-way
+    marginals); ``uniform``: the same mass in every cell. A table of no column is the total.
+    """
+    if true.ndim == 0:
+        return np.asarray(float(true.sum()))
+    if name == "uniform":
+        return np.full(true.shape, float(true.sum()) / true.size)
+    product = np.ones(())
+    for axis in range(true.ndim):
+        product = np.multiply.outer(product, true.sum(axis=tuple(j for j in range(true.ndim) if j != axis)))
+    total = float(true.sum())
+    return product / total ** (true.ndim - 1) if total > 0 else product
 
 
 def _true_tables(truth, workload: Workload) -> dict[tuple[str, ...], np.ndarray]:
@@ -462,6 +547,45 @@ def _tables_from_cells(workload: Workload, fractions: np.ndarray) -> dict[tuple[
         if not np.isnan(table).any():
             tables[subset] = table
     return tables
+
+
+def _measures(abs_err: np.ndarray, relative: np.ndarray, l1: list[float], n: int) -> dict[str, float | None]:
+    """The error measures of the summary, for the release and for each baseline (one set of keys)."""
+    rel = relative[np.isfinite(relative)]
+    some = bool(abs_err.size)
+    return {
+        "max_absolute_error": _number(abs_err.max()) if some else None,
+        "mean_absolute_error": _number(abs_err.mean()) if some else None,
+        "median_absolute_error": _number(np.median(abs_err)) if some else None,
+        "max_absolute_error_rows": _number(abs_err.max() * n) if some else None,
+        "mean_absolute_error_rows": _number(abs_err.mean() * n) if some else None,
+        "mean_relative_error": _number(rel.mean()) if rel.size else None,
+        "mean_marginal_l1": _number(np.mean(l1)) if l1 else None,
+        "max_marginal_l1": _number(np.max(l1)) if l1 else None,
+    }
+
+
+def release_text(summary: Mapping[str, Any]) -> str:
+    """The release's headline numbers from ``summary``, for a line on stderr."""
+    text = (f"max absolute error {fmt(summary['max_absolute_error'])} of n, mean "
+            f"{fmt(summary['mean_absolute_error'])}, over {fmt(summary['queries'], COUNT)} queries "
+            f"(n={fmt(summary['n'], COUNT)})")
+    if summary["mean_marginal_l1"] is not None:
+        text += (f"; mean L1 per marginal {fmt(summary['mean_marginal_l1'])} over "
+                 f"{fmt(summary['marginals_evaluated'], COUNT)} of {fmt(summary['marginals_total'], COUNT)} marginals")
+    return text
+
+
+def baselines_text(summary: Mapping[str, Any]) -> str:
+    """The baselines' headline numbers from ``summary``, for a line on stderr (NON-PRIVATE)."""
+    parts = []
+    for name in BASELINES:
+        b = summary["baselines"][name]
+        part = f"{b['label']}: max absolute error {fmt(b['max_absolute_error'])} of n"
+        if b["mean_marginal_l1"] is not None:
+            part += f", mean L1 per marginal {fmt(b['mean_marginal_l1'])}"
+        parts.append(part)
+    return "baselines, for comparison: " + "; ".join(parts) + " " + NON_PRIVATE_TAG
 
 
 def _number(value) -> float | None:

@@ -21,6 +21,10 @@ Plots are drawn with matplotlib's Agg renderer through its object API (``Figure`
 ``FigureCanvasAgg``), imported only when a report is written: no display, no pyplot global
 state, and ``import synth`` stays fast.
 
+Beside the release, the page, summary.json and the plots show two baselines (the product of
+the true 1-way marginals, and uniform; see ``synth.report.evaluate.BASELINES``), labelled
+NON-PRIVATE. Every number shown goes through ``synth.report.numbers.fmt``.
+
 Every file reads the private data: the report is for the data owner only.
 """
 
@@ -41,6 +45,8 @@ import numpy as np
 
 from synth.errors import SynthError
 from synth.engines.monitor import PLAN_PREFIX
+from synth.report.evaluate import BASELINES
+from synth.report.numbers import COUNT, PRIVACY, fmt
 
 __all__ = [
     "REPORT_FILES",
@@ -69,6 +75,13 @@ REPORT_FILES = (ANSWERS, SUMMARY, INDEX, ERROR_PLOT, MARGINAL_PLOT, SCATTER_PLOT
 HEADER_TEXT = ("NON-PRIVATE: this report READS THE PRIVATE DATA. It compares the released answers with exact "
                "answers computed from the true data, so every number and plot here is for the data owner only; "
                "never publish or share it.")
+BASELINE_TEXT = ("The two baselines are scored as the release is: the product of the true 1-way marginals is what "
+                 "a release would get knowing only each column alone (each column's true distribution, the columns "
+                 "independent), and uniform is what it would get knowing nothing (every cell of a marginal equally "
+                 "likely). Both are computed from the true data: NON-PRIVATE, for the data owner only. A release "
+                 "that does not beat the first has learned nothing about how the columns go together.")
+#: Colours and markers of the baselines in the plots.
+_BASELINE_STYLE = {"independent": ("#8172b3", "D", "-.", 28), "uniform": ("#937860", "|", ":", 90)}
 
 _MONITOR_COLUMNS = ("update", "updates_allowed", "query_id", "query", "true_error", "sign_correct",
                     "phi_before", "phi_after", "drop", "guaranteed_drop", "flag")
@@ -127,7 +140,7 @@ class MonitorLog:
         """``L = 567`` (or that the file does not record L), for labels."""
         if self.updates_allowed is None:
             return "L not recorded in the monitor file"
-        return f"L = {self.updates_allowed:,}"
+        return f"L = {fmt(self.updates_allowed, COUNT)}"
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -341,12 +354,16 @@ def _plot_errors(evaluation, path: Path) -> str:
     axes = figure.add_subplot()
     bins = int(min(60, max(10, math.sqrt(errors.size))))
     axes.hist(errors, bins=bins, color="#4c72b0", edgecolor="white")
-    axes.axvline(errors.mean(), color="#dd8452", linestyle="--", label=f"mean {errors.mean():.4g}")
-    axes.axvline(errors.max(), color="#c44e52", linestyle=":", label=f"max {errors.max():.4g}")
+    axes.axvline(errors.mean(), color="#dd8452", linestyle="--", label=f"release: mean {fmt(errors.mean())}")
+    axes.axvline(errors.max(), color="#c44e52", linestyle=":", label=f"release: max {fmt(errors.max())}")
+    for name, baseline in _baselines(evaluation):
+        colour, _, style, _ = _BASELINE_STYLE[name]
+        mean = float(baseline.absolute_error.mean())
+        axes.axvline(mean, color=colour, linestyle=style, label=f"{baseline.label}: mean {fmt(mean)} (NON-PRIVATE)")
     axes.set_xlabel("absolute error |true - released| (fraction of n)")
-    axes.set_ylabel("queries")
-    axes.set_title(f"Error distribution over {errors.size:,} queries (n = {evaluation.n:,})")
-    axes.legend()
+    axes.set_ylabel("queries (release)")
+    axes.set_title(f"Error distribution over {fmt(errors.size, COUNT)} queries (n = {fmt(evaluation.n, COUNT)})")
+    axes.legend(fontsize=8)
     return _save(figure, path)
 
 
@@ -359,17 +376,21 @@ def _plot_marginals(evaluation, path: Path) -> str:
     axes = figure.add_subplot()
     labels = [" x ".join(m.columns) for m in shown]
     positions = np.arange(len(shown))
-    axes.barh(positions, [m.l1 for m in shown], color="#55a868")
+    axes.barh(positions, [m.l1 for m in shown], color="#55a868", label="release")
+    for name, baseline in _baselines(evaluation):
+        colour, marker, _, size = _BASELINE_STYLE[name]
+        axes.scatter([m.baselines[name] for m in shown], positions, color=colour, marker=marker, s=size, zorder=3,
+                     label=f"{baseline.label} (NON-PRIVATE)")
     axes.set_yticks(positions, labels, fontsize=8)
     axes.invert_yaxis()
     mean = float(np.mean(evaluation.marginal_l1))
-    axes.axvline(mean, color="#dd8452", linestyle="--", label=f"mean {mean:.4g}")
+    axes.axvline(mean, color="#dd8452", linestyle="--", label=f"release: mean {fmt(mean)}")
     axes.set_xlabel("L1 distance of the normalized marginal tables (0 to 2)")
     title = "Error per marginal"
     if total > len(shown):
         title += f" (the {len(shown)} worst of {total})"
     axes.set_title(title)
-    axes.legend(loc="lower right")
+    axes.legend(loc="lower right", fontsize=8)
     return _save(figure, path)
 
 
@@ -448,6 +469,12 @@ def _plot_timeline(monitor: MonitorLog, path: Path) -> str:
     return _save(figure, path)
 
 
+def _baselines(evaluation) -> list[tuple[str, Any]]:
+    """The evaluation's baselines, in ``BASELINES`` order (none for an evaluation without them)."""
+    found = getattr(evaluation, "baselines", None) or {}
+    return [(name, found[name]) for name in BASELINES if name in found]
+
+
 def _allowed_label(monitor: MonitorLog) -> str:
     """The plots' note on L: ``of L = 567 allowed`` (the run's plan, from the monitor file)."""
     if monitor.updates_allowed is None:
@@ -473,8 +500,20 @@ body { font-family: sans-serif; margin: 2em auto; max-width: 60em; color: #222; 
 table { border-collapse: collapse; margin: 1em 0; }
 td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th.baseline, td.baseline { background: #f4f1fa; }
 figure { margin: 1.5em 0; } img { max-width: 100%; }
 """
+
+#: The rows of the release-against-baselines table: (label, summary key; the same key in each baseline's entry).
+_MEASURES = (
+    ("mean L1 per marginal (0 to 2)", "mean_marginal_l1"),
+    ("max L1 per marginal", "max_marginal_l1"),
+    ("max absolute error (fraction of n)", "max_absolute_error"),
+    ("mean absolute error (fraction of n)", "mean_absolute_error"),
+    ("median absolute error (fraction of n)", "median_absolute_error"),
+    ("mean relative error (queries with a true count > 0)", "mean_relative_error"),
+)
+_ROWS_OF = {"max_absolute_error": "max_absolute_error_rows", "mean_absolute_error": "mean_absolute_error_rows"}
 
 
 def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: MonitorLog | None) -> str:
@@ -484,30 +523,25 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         ("data", summary.get("data")),
         ("workload", summary.get("workload")),
         ("columns", ", ".join(summary["columns"])),
-        ("true rows n", f"{summary['n']:,}"),
-        ("queries", f"{summary['queries']:,}"),
+        ("true rows n", fmt(summary["n"], COUNT)),
+        ("queries", fmt(summary["queries"], COUNT)),
         ("source", f"{source['kind']}" + (f" ({source['path']})" if source.get("path") else "")),
     ]
     if source["kind"] == "synthetic":
-        rows.append(("synthetic rows", f"{_fmt(source.get('rows'))}"))
+        rows.append(("synthetic rows", fmt(source.get("rows"), COUNT)))
     elif source["kind"] == "answers" and source.get("privacy"):
         rows.append(("answers' privacy", source["privacy"]))
     rows += _record_rows(source)
-    rows += [
-        ("max absolute error", (f"{_fmt(summary['max_absolute_error'])} of n "
-                               f"(~{_fmt(summary['max_absolute_error_rows'])} rows; query {summary['worst_query']})")),
-        ("mean absolute error", (f"{_fmt(summary['mean_absolute_error'])} of n "
-                                f"(~{_fmt(summary['mean_absolute_error_rows'])} rows)")),
-        ("median absolute error", f"{_fmt(summary['median_absolute_error'])} of n"),
-        ("mean relative error", _fmt(summary["mean_relative_error"]) + " (queries with a true count > 0)"),
-        ("mean marginal L1", (f"{_fmt(summary['mean_marginal_l1'])} over {summary['marginals_evaluated']} of "
-                             f"{summary['marginals_total']} marginals")),
-    ]
+    rows.append(("marginals evaluated", (f"{fmt(summary['marginals_evaluated'], COUNT)} of "
+                                        f"{fmt(summary['marginals_total'], COUNT)}")))
+    if summary.get("worst_query") is not None:
+        worst = summary["worst_query"]
+        rows.append(("worst query", f"{worst}: {evaluation.workload.describe(worst)}"))
     if monitor is not None:
         m = summary["monitor"]
-        rows.append(("PMW monitor", (f"{m['updates']:,} updates ({_allowed_label(monitor)}); potential "
-                                    f"{_fmt(m['phi_start'])} -> {_fmt(m['phi_end'])}; "
-                                    f"{m['flagged_updates']} flagged")))
+        rows.append(("PMW monitor", (f"{fmt(m['updates'], COUNT)} updates ({_allowed_label(monitor)}); potential "
+                                    f"{fmt(m['phi_start'])} -> {fmt(m['phi_end'])}; "
+                                    f"{fmt(m['flagged_updates'], COUNT)} flagged")))
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -518,14 +552,15 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         "<h2>Summary</h2><table>",
         *(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in rows if v is not None),
         "</table>",
+        *_comparison(summary),
         ("<p>Errors compare fractions: each true count over n, each released answer over the row count the "
         "release is scaled to. The marginal L1 error is the L1 distance between the normalized true and "
         "released tables of a column subset (0 to 2).</p>"),
         f'<p>Files: <a href="{ANSWERS}">{ANSWERS}</a> (every query), <a href="{SUMMARY}">{SUMMARY}</a>.</p>',
     ]
     captions = {
-        ERROR_PLOT: "Distribution of the absolute errors",
-        MARGINAL_PLOT: "L1 error per marginal",
+        ERROR_PLOT: "Distribution of the absolute errors (the baselines' means marked, NON-PRIVATE)",
+        MARGINAL_PLOT: "L1 error per marginal (the baselines' marked, NON-PRIVATE)",
         SCATTER_PLOT: "True vs released answers",
         KL_PLOT: "PMW: KL potential per update",
         TIMELINE_PLOT: "PMW: round timeline",
@@ -537,20 +572,15 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
     for name in plots:
         parts.append(f'<figure><img src="{e(name)}" alt="{e(captions[name])}">'
                      f"<figcaption>{e(captions[name])}</figcaption></figure>")
-    marginal_rows = summary["marginals"]
-    if marginal_rows:
-        parts.append("<h2>Marginals</h2><table><tr><th>columns</th><th>cells</th><th>queries</th><th>L1</th></tr>")
-        for m in sorted(marginal_rows, key=lambda m: -(m["l1"] if m["l1"] is not None else -1)):
-            parts.append(f"<tr><td>{e(' x '.join(m['columns']))}</td><td class='num'>{m['cells']:,}</td>"
-                         f"<td class='num'>{m['queries']:,}</td><td class='num'>{e(_fmt(m['l1']))}</td></tr>")
-        parts.append("</table>")
+    parts += _marginal_table(summary)
     worst = np.argsort(-evaluation.absolute_error, kind="stable")[:_WORST_QUERIES]
     parts.append(f"<h2>The {len(worst)} worst queries</h2><table><tr><th>id</th><th>query</th><th>true</th>"
                  "<th>released</th><th>absolute error (of n)</th></tr>")
     for i in worst.tolist():
         parts.append(f"<tr><td class='num'>{i}</td><td>{e(evaluation.workload.describe(i))}</td>"
-                     f"<td class='num'>{_fmt(evaluation.true[i])}</td><td class='num'>{_fmt(evaluation.released[i])}"
-                     f"</td><td class='num'>{_fmt(evaluation.absolute_error[i])}</td></tr>")
+                     f"<td class='num'>{fmt(evaluation.true[i], COUNT)}</td>"
+                     f"<td class='num'>{fmt(evaluation.released[i], COUNT)}</td>"
+                     f"<td class='num'>{fmt(evaluation.absolute_error[i])}</td></tr>")
     parts.append("</table>")
     if monitor is not None:
         flagged = [(u, f) for u, f in zip(monitor.update.tolist(), monitor.flag) if f]
@@ -560,6 +590,56 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
             parts.append("</ul>")
     parts.append(f'<p class="private">{e(HEADER_TEXT)}</p></body></html>\n')
     return "\n".join(parts)
+
+
+def _baseline_heads(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, column heading) of each baseline the summary holds, in ``BASELINES`` order."""
+    found = summary.get("baselines") or {}
+    return [(name, f"{found[name]['label']} (NON-PRIVATE)") for name in BASELINES if name in found]
+
+
+def _comparison(summary: dict[str, Any]) -> list[str]:
+    """The release's measures beside the baselines', one row per measure, and what the baselines are."""
+    e = html.escape
+    heads = _baseline_heads(summary)
+    parts = ["<h2>The release against two baselines (NON-PRIVATE)</h2>", f"<p>{e(BASELINE_TEXT)}</p>",
+             "<table><tr><th>measure</th><th>release</th>"
+             + "".join(f"<th class='baseline'>{e(head)}</th>" for _, head in heads) + "</tr>"]
+    for label, key in _MEASURES:
+        cells = [_measure_text(summary, key)]
+        cells += [_measure_text(summary["baselines"][name], key) for name, _ in heads]
+        parts.append(f"<tr><th>{e(label)}</th><td class='num'>{e(cells[0])}</td>"
+                     + "".join(f"<td class='num baseline'>{e(c)}</td>" for c in cells[1:]) + "</tr>")
+    parts.append("</table>")
+    if summary["marginals_evaluated"] < summary["marginals_total"]:
+        parts.append(f"<p>The L1 measures are over the {fmt(summary['marginals_evaluated'], COUNT)} marginals the "
+                     "release determines, for the baselines too.</p>")
+    return parts
+
+
+def _measure_text(measures: dict[str, Any], key: str) -> str:
+    text = fmt(measures.get(key))
+    rows = measures.get(_ROWS_OF.get(key, ""))
+    return text if rows is None else f"{text} (~{fmt(rows, COUNT)} rows)"
+
+
+def _marginal_table(summary: dict[str, Any]) -> list[str]:
+    """One row per marginal, worst (for the release) first: its L1 error and the baselines'."""
+    e = html.escape
+    marginal_rows = summary["marginals"]
+    if not marginal_rows:
+        return []
+    heads = _baseline_heads(summary)
+    parts = ["<h2>Marginals</h2><table><tr><th>columns</th><th>cells</th><th>queries</th><th>L1, release</th>"
+             + "".join(f"<th class='baseline'>L1, {e(head)}</th>" for _, head in heads) + "</tr>"]
+    for m in sorted(marginal_rows, key=lambda m: -(m["l1"] if m["l1"] is not None else -1)):
+        baseline = m.get("baseline_l1") or {}
+        parts.append(f"<tr><td>{e(' x '.join(m['columns']))}</td><td class='num'>{fmt(m['cells'], COUNT)}</td>"
+                     f"<td class='num'>{fmt(m['queries'], COUNT)}</td><td class='num'>{fmt(m['l1'])}</td>"
+                     + "".join(f"<td class='num baseline'>{fmt(baseline.get(name))}</td>" for name, _ in heads)
+                     + "</tr>")
+    parts.append("</table>")
+    return parts
 
 
 _NOT_RECORDED = "not recorded"
@@ -574,7 +654,7 @@ def _record_rows(source: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("mechanism", source.get("mechanism") or _NOT_RECORDED))
 
     def known(name: str) -> str:
-        return _NOT_RECORDED if source.get(name) is None else _fmt(source[name])
+        return _NOT_RECORDED if source.get(name) is None else fmt(source[name], PRIVACY)
 
     if source.get("epsilon") is None and source.get("delta") is None:
         rows.append(("privacy spent", _NOT_RECORDED))
@@ -586,20 +666,8 @@ def _record_rows(source: dict[str, Any]) -> list[tuple[str, str]]:
     if status is None:
         rows.append(("release's n", _NOT_RECORDED))
     else:
-        rows.append(("release's n", status if count is None else f"{_fmt(count)}: {status}"))
+        rows.append(("release's n", status if count is None else f"{fmt(count, COUNT)}: {status}"))
     seeded = source.get("seeded")
     rows.append(("seeded run", _NOT_RECORDED if seeded is None else
                  "yes: a seeded run is for testing, not for release" if seeded else "no"))
     return rows
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return f"{int(value):,}"
-    value = float(value)
-    if value.is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
-
