@@ -15,6 +15,28 @@ import click
 DEBUG_VARIABLE = "SYNTH_DEBUG"
 
 
+class SectionedCommand(click.Command):
+    """A command whose --help lists its options in titled sections (``sections``: title ->
+    parameter names, in order); options in no section are listed last, under "Other options"."""
+
+    def __init__(self, *args, sections: dict[str, tuple[str, ...]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sections = sections
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records = {param.name: param.get_help_record(ctx) for param in self.get_params(ctx)}
+        placed = {name for names in self.sections.values() for name in names}
+        unknown = placed - set(records)
+        if unknown:  # a section naming a parameter the command lacks is a bug in the command's table
+            raise RuntimeError(f"help sections name unknown parameters: {', '.join(sorted(unknown))}")
+        groups = [*self.sections.items(), ("Other options", tuple(n for n in records if n not in placed))]
+        for title, names in groups:
+            rows = [records[name] for name in names if records[name] is not None]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
 class SynthGroup(click.Group):
     """A click group that shows every error as one line, with no traceback.
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ._common import (
+    SectionedCommand,
     BETA,
     DELTA,
     EPSILON,
@@ -38,7 +39,20 @@ from ._outputs import check_outputs, force_option
 MECHANISMS = ("mwem", "blr", "pmw")
 
 
-@click.command()
+#: generate's options by what they are for, and by engine (its --help lists them so).
+HELP_SECTIONS = {
+    "Input": ("schema_file", "workload_file", "columns", "bad_rows", "scheduler"),
+    "Privacy": ("epsilon", "delta", "rows", "count_epsilon", "seed"),
+    "Engine": ("mechanism", "representation", "max_model_cells", "beta"),
+    "MWEM (--mechanism mwem, the default)": ("noise", "selection", "rounds", "measure", "select_share", "passes",
+                                             "average"),
+    "PMW (--mechanism pmw)": ("variant", "test_kind", "updates", "alpha"),
+    "BLR (--mechanism blr)": ("net", "prior", "prior_share", "prior_model", "net_size", "candidates", "max_net"),
+    "Output": ("output", "model_file", "sample_rows", "rounding", "force", "quiet"),
+}
+
+
+@click.command(cls=SectionedCommand, sections=HELP_SECTIONS)
 @click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @schema_option
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
@@ -135,7 +149,8 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     DATA is a CSV file, a Parquet file (.parquet) or a folder of Parquet files. It is read
     once, in chunks (memory does not grow with its rows), counting only the tables the run needs.
 
-    The model answers the --workload's queries well; the synthetic table has the schema's
+    The model answers the --workload's queries well (without one: every 3-way marginal, as the
+    Python API's default); the synthetic table has the schema's
     columns and values (numeric columns get a value drawn inside the released bin). The whole
     run is epsilon-DP (pmw: (epsilon, delta)-DP). n is public only with --rows or rows in the
     schema; otherwise a noisy count is bought from the budget and reported.

@@ -310,3 +310,18 @@ def test_no_command_uses_clicks_text_stream_getter():
 
     sources = (Path(__file__).resolve().parents[1] / "cli").glob("*.py")
     assert not [p.name for p in sources if "get_text_stream" in p.read_text(encoding="utf-8")]
+
+
+def test_generate_help_groups_every_option_by_engine():
+    """--help lists the options in sections, one per engine; only --help is left over."""
+    result = run("generate", "--help")
+    assert result.exit_code == 0
+    titles = [line[:-1] for line in result.output.splitlines()
+              if line and not line[0].isspace() and line.endswith(":") and not line.startswith("Usage")]
+    assert titles == ["Input", "Privacy", "Engine", "MWEM (--mechanism mwem, the default)", "PMW (--mechanism pmw)",
+                      "BLR (--mechanism blr)", "Output", "Other options"]
+    section = {title: result.output.split(f"\n{title}:\n")[1].split("\n\n")[0] for title in titles}
+    assert "--rounds" in section["MWEM (--mechanism mwem, the default)"]
+    assert "--updates" in section["PMW (--mechanism pmw)"] and "--rounds" not in section["PMW (--mechanism pmw)"]
+    assert "--net-size" in section["BLR (--mechanism blr)"]
+    assert section["Other options"].split() == ["-h,", "--help", "Show", "this", "message", "and", "exit."]
