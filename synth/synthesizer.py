@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth.data.schema import INFERRED_DESCRIPTION, Schema
+from synth.data.workload import Workload
+from synth.engines.registry import make_config, make_engine, options_of
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.models.model import Model
-from synth.engines.registry import make_config, make_engine, options_of
 from synth.privacy.accounting import Budget
-from synth.data.schema import INFERRED_DESCRIPTION, Schema
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
-from synth.data.workload import Workload
 
 __all__ = ["Synthesizer", "MECHANISMS"]
 

@@ -25,9 +25,9 @@ import numba
 import numpy as np
 
 from synth._kernels.scan import count_rows, first_bad_row
-from synth.errors import SynthError
 from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS, _check_cells, code_outside, marginal
+from synth.errors import SynthError
 
 __all__ = ["HISTOGRAM_CELLS", "Counts", "ScanPlan", "Tally", "count_codes", "count_encoded", "data_marginal", "data_rows", "plan_scan"]
 

@@ -36,10 +36,10 @@ from typing import Any
 from synth.data.counts import Counts, ScanPlan, count_encoded, plan_scan
 from synth.data.reading import (MAY_QUOTE, TELLS_EMPTY, Progress, _first_line, all_dropped, check_bad_rows, encode,
                    encode_csv_lines, is_parquet, parquet_chunks, parquet_row_groups)
-from synth.errors import DataError, SynthError, non_private
+from synth.data.reading import _check_header, _read_header
 from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
-from synth.data.reading import _check_header, _read_header
+from synth.errors import DataError, SynthError, non_private
 
 __all__ = ["CONNECT_TIMEOUT_S", "FAN_IN", "LOCAL", "connect", "is_dask_frame", "require_dask", "scan_dask"]
 

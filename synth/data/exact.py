@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from synth.data.reading import DEFAULT_CHUNK_ROWS, Progress, Source, scan
-from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.schema import Schema
+from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Workload
 
 __all__ = ["ExactAnswers", "exact_answers"]

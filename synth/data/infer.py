@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
-from synth.errors import DataError, SchemaError
 from synth.data.schema import SHOWN_CHARS, Categorical, Column, Numeric, Schema, shown_value
+from synth.errors import DataError, SchemaError
 
 __all__ = ["infer_schema", "MAX_TEXT_CATEGORIES"]
 

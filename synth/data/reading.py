@@ -27,11 +27,11 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from synth.errors import DataError, locate, non_private
 from synth._kernels.scan import pack_column, parse_int_lines
 from synth.data.counts import Counts, count_encoded, plan_scan
-from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value
+from synth.data.tables import DEFAULT_MAX_CELLS
+from synth.errors import DataError, locate, non_private
 
 __all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "encode_csv_lines", "iter_encoded",
            "parquet_chunks", "parquet_row_groups", "read", "scan", "decode"]

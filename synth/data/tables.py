@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from synth import _kernels
-from synth.errors import DataError, SchemaError, non_private
 from synth.data.schema import Schema
+from synth.errors import DataError, SchemaError, non_private
 
 __all__ = ["DEFAULT_MAX_CELLS", "count_matching", "histogram", "marginal", "marginal_from_dense", "marginals_from_dense",
            "add_counts", "scale_query_cells", "SelectedCells", "multiply_by_marginal"]

@@ -32,8 +32,8 @@ from typing import Any, TextIO, Union
 import numpy as np
 
 from synth._io import atomic_write, read_json
-from synth.errors import SchemaError, WorkloadError, locate
 from synth.data.schema import Schema
+from synth.errors import SchemaError, WorkloadError, locate
 
 __all__ = ["MAX_MARGINALS", "MAX_QUERIES", "MarginalCells", "Query", "Workload", "parse_query"]
 

@@ -42,17 +42,17 @@ import numpy as np
 from scipy import sparse
 
 from synth._kernels.net import sample_exact_net
-from synth.privacy.accounting import Accountant, subtract_epsilon
+from synth.data.counts import Data, data_marginal, data_rows
+from synth.data.schema import Schema
+from synth.data.tables import DEFAULT_MAX_CELLS, _check_cells
+from synth.data.workload import Workload
 from synth.errors import SynthError
+from synth.models.model import Model
+from synth.privacy.accounting import Accountant, subtract_epsilon
 from synth.privacy.mechanisms import StreamingExponential
 from synth.privacy.rng import kernel_state, make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.data.schema import Schema
-from synth.data.counts import Data, data_marginal, data_rows
-from synth.data.tables import DEFAULT_MAX_CELLS, _check_cells
 from synth.privacy.validation import check_budget_epsilon, check_positive_int, check_probability, check_real, normalized_prior
-from synth.data.workload import Workload
-from synth.models.model import Model
 
 __all__ = [
     "BLRResult",

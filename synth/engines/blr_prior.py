@@ -33,20 +33,20 @@ import math
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant, subtract_epsilon
-from synth.engines.blr import _MAX_COUNT, BLRResult, NetTooLarge, _release
-from synth.errors import SynthError
-from synth.privacy.rng import make_rng
-from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.data.schema import Schema
 from synth.data.counts import Data, data_rows
+from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS, _check_cells
-from synth.privacy.validation import MIN_BUDGET_EPSILON, check_budget_epsilon, check_positive_int, check_probability, check_real
 from synth.data.workload import Workload
-from synth.models.model import Model
+from synth.engines.blr import _MAX_COUNT, BLRResult, NetTooLarge, _release
 from synth.engines.mwem import mwem
 from synth.engines.pmw import run_pmw
+from synth.errors import SynthError
+from synth.models.model import Model
 from synth.models.model import _checksum
+from synth.privacy.accounting import Accountant, subtract_epsilon
+from synth.privacy.rng import make_rng
+from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
+from synth.privacy.validation import MIN_BUDGET_EPSILON, check_budget_epsilon, check_positive_int, check_probability, check_real
 
 __all__ = [
     "PriorMismatch",

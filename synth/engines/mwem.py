@@ -46,25 +46,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant, Budget
-from synth.models.distribution import choose_representation, make_distribution
-from synth.errors import SynthError
-from synth.models.fit import FIT_TOLERANCE, expected_noise
-from synth.privacy.mechanisms import mean_abs_noise
-from synth.engines.mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
+from synth.data.counts import Data, data_marginal, data_rows
+from synth.data.schema import Schema
+from synth.data.tables import DEFAULT_MAX_CELLS
+from synth.data.workload import Workload
 from synth.engines.estimate import Estimate, mwem_estimate
+from synth.engines.mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
 from synth.engines.mwem_budget import RoundBudget, count_rho, plan_rounds, rounds_total
-from synth.engines.release import Progress, Release, describe_representation
 from synth.engines.mwem_noise import NoiseChoice, check_noise, choose_noise
+from synth.engines.release import Progress, Release, describe_representation
+from synth.errors import SynthError
+from synth.models.distribution import choose_representation, make_distribution
+from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
+from synth.models.fit import FIT_TOLERANCE, expected_noise
+from synth.models.model import Model
+from synth.privacy.accounting import Accountant, Budget
+from synth.privacy.mechanisms import mean_abs_noise
 from synth.privacy.rng import is_seeded, make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, RowCount, row_count
-from synth.data.schema import Schema
-from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
-from synth.data.counts import Data, data_marginal, data_rows
-from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
-from synth.data.workload import Workload
-from synth.models.model import Model
 
 __all__ = ["MWEMConfig", "MWEMEngine", "MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
            "FIT_TOLERANCE", "expected_noise"]

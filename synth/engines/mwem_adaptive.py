@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from synth.data.counts import Data, data_marginal
+from synth.engines.mwem_budget import RoundBudget
 from synth.privacy.accounting import Accountant
 from synth.privacy.mechanisms import mean_abs_noise
-from synth.engines.mwem_budget import RoundBudget
-from synth.data.counts import Data, data_marginal
 
 __all__ = ["ADAPTIVE_RATIO", "ANNEAL_SCALE", "AnnealingBudget", "closure_candidates", "adaptive_rounds",
            "first_round_budget", "noise_ratio", "ROUNDS_PER_COLUMN"]

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synth.errors import SynthError
 from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
 from synth.privacy.composition import zcdp_rho_limit
-from synth.errors import SynthError
 from synth.privacy.mechanisms import discrete_gaussian, discrete_laplace, exponential, mean_abs_noise
 
 __all__ = ["RoundBudget", "count_rho", "plan_rounds", "rounds_total"]

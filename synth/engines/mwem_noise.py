@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from synth.errors import SynthError
 from synth.engines.mwem_budget import count_rho, plan_rounds
+from synth.errors import SynthError
 
 __all__ = ["NOISES", "NoiseChoice", "check_noise", "choose_noise"]
 

@@ -25,27 +25,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant, Budget
-from synth.privacy.mechanisms import AboveThreshold, discrete_laplace
+from synth.data.counts import Data, data_marginal, data_rows
+from synth.data.schema import Schema
+from synth.data.tables import DEFAULT_MAX_CELLS
+from synth.data.workload import Query, Workload, parse_query
 from synth.engines.estimate import Estimate, pmw_estimate, practical_pmw_estimate
 from synth.engines.monitor import KLMonitor
-from synth.engines.release import Progress, Release, describe_representation
+from synth.engines.monitor import PracticalMonitor
 from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from synth.engines.pmw_plan import PlanError, PMWPlan, plan_pmw
-from synth.engines.monitor import PracticalMonitor
 from synth.engines.pmw_practical import (DEFAULT_TEST_SHARE, PracticalPlan, PracticalPMW, default_updates,
                                          plan_practical, warm_start_subsets)
-from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.privacy.rng import is_seeded, make_rng
-from synth.data.schema import Schema
-from synth.models.distribution import as_distribution, choose_representation
+from synth.engines.release import Progress, Release, describe_representation
 from synth.errors import SynthError
+from synth.models.distribution import as_distribution, choose_representation
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
-from synth.data.counts import Data, data_marginal, data_rows
-from synth.data.tables import DEFAULT_MAX_CELLS
-from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
-from synth.data.workload import Query, Workload, parse_query
 from synth.models.model import Model
+from synth.privacy.accounting import Accountant, Budget
+from synth.privacy.mechanisms import AboveThreshold, discrete_laplace
+from synth.privacy.rng import is_seeded, make_rng
+from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
+from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 
 
 __all__ = ["OpenPMW", "PMW", "PMWConfig", "PMWEngine", "PMWAnswer", "PMWRun", "open_pmw", "run_pmw", "LAZY", "UPDATE", "HALTED", "VARIANTS"]

@@ -43,21 +43,21 @@ from fractions import Fraction
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
-from synth.privacy.composition import zcdp_rho_limit
-from synth.errors import SynthError
-from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
-from synth.models.fit import FIT_TOLERANCE
-from synth.privacy.mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise
+from synth.data.counts import Data
+from synth.data.schema import Schema
+from synth.data.tables import DEFAULT_MAX_CELLS
+from synth.data.workload import Query, parse_query
 from synth.engines.monitor import PracticalMonitor
 from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
 from synth.engines.pmw_plan import MAX_UPDATES
-from synth.data.schema import Schema
-from synth.data.counts import Data
-from synth.data.tables import DEFAULT_MAX_CELLS
-from synth.privacy.validation import check_positive_int, check_probability, check_real
-from synth.data.workload import Query, parse_query
+from synth.errors import SynthError
+from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
+from synth.models.fit import FIT_TOLERANCE
 from synth.models.model import Model
+from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
+from synth.privacy.composition import zcdp_rho_limit
+from synth.privacy.mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise
+from synth.privacy.validation import check_positive_int, check_probability, check_real
 
 __all__ = ["DEFAULT_MAX_TEST_CELLS", "DEFAULT_REPLAY_PASSES", "DEFAULT_TEST_SHARE", "TESTS",
            "PracticalPMW", "PracticalPlan", "default_updates", "plan_practical",

@@ -18,13 +18,13 @@ from typing import Union
 
 import numpy as np
 
-from synth.errors import SynthError
-from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, FactoredModel
-from synth.models.sampling import sample_codes
-from synth.models.fit import mw_fit, workload_value
 from synth.data.schema import Schema
 from synth.data.tables import (DEFAULT_MAX_CELLS, SelectedCells, _check_cells, marginal_from_dense, marginals_from_dense,
                      multiply_by_marginal)
+from synth.errors import SynthError
+from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, FactoredModel
+from synth.models.fit import mw_fit, workload_value
+from synth.models.sampling import sample_codes
 from synth.privacy.validation import normalized_prior
 
 __all__ = ["REPRESENTATIONS", "DenseDistribution", "Distribution", "as_distribution", "make_distribution",

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from synth.errors import SynthError
-from synth.models.junction_tree import JunctionTree, junction_tree, model_cells
 from synth.data.schema import Schema
+from synth.data.tables import marginal_from_dense, marginals_from_dense
+from synth.errors import SynthError
 from synth.models.factored_sample import iter_factored, sample_factored
 from synth.models.fit import MAX_STEP, measurement_weight
-from synth.data.tables import marginal_from_dense, marginals_from_dense
+from synth.models.junction_tree import JunctionTree, junction_tree, model_cells
 
 __all__ = ["DEFAULT_MAX_MODEL_CELLS", "FactoredModel", "ModelSizeError"]
 

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from synth.data.reading import code_dtype
-from synth.privacy.rng import make_rng
 from synth.models.sampling import METHODS, round_counts, shuffled_blocks
+from synth.privacy.rng import make_rng
 
 __all__ = ["iter_factored", "sample_factored"]
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from synth.privacy.mechanisms import mean_abs_noise
 from synth.data.schema import Schema
 from synth.data.tables import SelectedCells, marginal_from_dense, marginals_from_dense, multiply_by_marginal
 from synth.data.workload import Query
+from synth.privacy.mechanisms import mean_abs_noise
 
 __all__ = ["APPROACH", "BACKUP_CELLS", "CONVERGED", "FIT_TOLERANCE", "MAX_EXPONENT", "MAX_STEP", "measurement_weight", "expected_noise", "mw_fit", "workload_value"]
 

@@ -43,13 +43,13 @@ from typing import Any
 
 import numpy as np
 
-from synth._io import DuplicateKey, atomic_write, no_duplicate_keys
-from synth.errors import SynthError
-from synth.data.schema import Schema
-from synth.models.factored import FactoredModel
-from synth.data.workload import Workload
-from synth.models.distribution import as_distribution
 from synth import __version__
+from synth._io import DuplicateKey, atomic_write, no_duplicate_keys
+from synth.data.schema import Schema
+from synth.data.workload import Workload
+from synth.errors import SynthError
+from synth.models.distribution import as_distribution
+from synth.models.factored import FactoredModel
 
 __all__ = ["Model", "ModelError", "FORMAT", "FORMAT_VERSION", "model_summary"]
 

@@ -30,11 +30,11 @@ import pandas as pd
 
 from synth._io import atomic_write
 from synth.data.reading import code_dtype, decode
+from synth.data.schema import Categorical, Numeric, Schema
 from synth.errors import SynthError
 from synth.models.matching import all_pairs, match_pairs
 from synth.models.sampling import METHODS, SAMPLE_BLOCK_ROWS, check_choice, check_rows, iter_codes
 from synth.privacy.rng import child_rng, make_rng
-from synth.data.schema import Categorical, Numeric, Schema
 
 if TYPE_CHECKING:
     from synth.models.model import Model

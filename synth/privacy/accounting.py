@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from synth.privacy.composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 from synth.errors import SynthError
+from synth.privacy.composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 from synth.privacy.validation import check_delta, check_epsilon, check_positive_int, check_real
 
 __all__ = ["Budget", "Charge", "Spent", "Accountant", "BudgetExceeded", "split_epsilon", "subtract_epsilon", "compose"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synth.privacy.accounting import Accountant, Charge
 from synth.errors import SynthError
+from synth.privacy.accounting import Accountant, Charge
 from synth.privacy.mechanisms import discrete_gaussian, discrete_laplace
 
 __all__ = ["COUNT_NOTE", "NOISY_COUNT_FRACTION", "RowCount", "row_count", "count_noise_sd", "ledger_count_noise_sd",

@@ -38,9 +38,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from synth.errors import SynthError
 from synth.data.schema import Schema
 from synth.data.workload import Workload
+from synth.errors import SynthError
 from synth.report.numbers import COUNT, fmt
 
 __all__ = [

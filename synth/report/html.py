@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from synth.errors import SynthError
 from synth.engines.monitor import PLAN_PREFIX
+from synth.errors import SynthError
 from synth.report.evaluate import BASELINES
 from synth.report.numbers import COUNT, PRIVACY, fmt
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synth import _kernels
+from synth.privacy.mechanisms._exact import discrete_gaussian_exact, discrete_laplace_exact
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_epsilon, check_sensitivity
-from synth.privacy.mechanisms._exact import discrete_gaussian_exact, discrete_laplace_exact
 
 if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synth import _kernels
+from synth.privacy.mechanisms._exact import bernoulli_exp
 from synth.privacy.rng import kernel_state, make_rng
 from synth.privacy.validation import check_epsilon, check_sensitivity
-from synth.privacy.mechanisms._exact import bernoulli_exp
 
 if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant
