@@ -1,28 +1,37 @@
-"""The README's CLI reference is the commands' current --help."""
+"""docs/cli.md, the CLI reference, is the commands' current --help."""
 
-import re
+from __future__ import annotations
 
-from cli.reference import END, README, START, render
+from synth_cli.reference import REFERENCE, main, render, sections, stale
 
-
-def sections(text: str) -> dict[str, set[str]]:
-    """Each command's options and example lines: what must not go stale. Formatting (which click
-    versions may change: wrapping, default markers) is left out of the comparison."""
-    out = {}
-    for block in text.split("### `")[1:]:
-        name, body = block.split("`", 1)
-        examples = {line.strip() for line in body.splitlines() if line.strip().startswith("synth ")}
-        out[name] = set(re.findall(r"--[a-z][a-z-]*", body)) | examples
-    return out
+from .doc_blocks import blocks
 
 
-def test_readme_cli_reference_is_current():
-    text = README.read_text(encoding="utf-8")
-    assert text.count(START) == 1 and text.count(END) == 1
-    documented = text.split(START)[1].split(END)[0]
-    assert sections(documented) == sections(render()), "README's CLI reference is stale: run `python -m cli.reference`"
+def test_docs_cli_reference_is_current():
+    assert stale(REFERENCE.read_text(encoding="utf-8")) == [], \
+        "docs/cli.md is stale: run `python -m synth_cli.reference`"
+
+
+def test_the_reference_is_only_help_text():
+    """Its blocks are --help output (`text`): nothing in it for the docs runner to run."""
+    found = blocks(REFERENCE.read_text(encoding="utf-8"))
+    assert found and {language for language, _ in found} == {"text"}
 
 
 def test_every_command_has_an_example():
     for name, items in sections(render()).items():
         assert any(item.startswith("synth ") for item in items), f"{name} --help has no example"
+
+
+def test_check_and_rewrite(tmp_path, capsys):
+    path = tmp_path / "cli.md"
+    main([str(path)])
+    assert path.read_text(encoding="utf-8") == render()
+    main(["--check", str(path)])
+    path.write_text(render().replace("--epsilon", "--epsilom"), encoding="utf-8")
+    try:
+        main(["--check", str(path)])
+    except SystemExit as stop:
+        assert "stale" in str(stop) and "synth generate" in str(stop)
+    else:
+        raise AssertionError("--check passed a stale reference")
