@@ -227,8 +227,8 @@ def test_bad_options_are_refused_before_any_work(files, extra, message):
 @pytest.mark.parametrize("selection, rows, said", [
     ("adaptive", "6000", "adaptive: one-way marginals first"),
     ("classic", "6000", "every one, so no selection"),
-    ("auto", "6000", "classic rounds: the median of the workload's 3 marginals"),
-    ("auto", "5", "adaptive rounds: measuring the workload's 3 marginals"),
+    ("auto", "6000", "classic rounds: 3 measurements at an equal share of the budget add"),
+    ("auto", "5", "adaptive rounds: 3 classic measurements at an equal share of the budget would add"),
 ])
 def test_selection_is_followed_and_auto_says_what_it_chose(files, selection, rows, said):
     result = generate(files, "--epsilon", "1", "--rows", rows, "--selection", selection, "-o", files / "out.csv")

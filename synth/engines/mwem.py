@@ -436,10 +436,11 @@ def _selection_mode(selection: str, rounds: int | None, measure: str, output: st
     cells = [math.prod(sizes[c] for c in s) for s in subsets]
     ratio = noise_ratio(cells, n, per_cell)
     if ratio > ADAPTIVE_RATIO:
-        return "adaptive", (f"adaptive rounds: measuring the workload's {measurements} marginals at an equal share "
-                            f"would add {ratio:.2g} n of expected L1 noise to the median one (over {ADAPTIVE_RATIO:g})")
-    return "classic", (f"classic rounds: the median of the workload's {measurements} marginals measured at an "
-                       f"equal share carries {ratio:.2g} n of expected L1 noise (at most {ADAPTIVE_RATIO:g}; "
+        return "adaptive", (f"adaptive rounds: {measurements} classic measurements at an equal share of the budget "
+                            f"would add {ratio:.2g} n of expected L1 noise to the workload's median marginal (over "
+                            f"{ADAPTIVE_RATIO:g})")
+    return "classic", (f"classic rounds: {measurements} measurements at an equal share of the budget add {ratio:.2g} n "
+                       f"of expected L1 noise to the workload's median marginal (at most {ADAPTIVE_RATIO:g}; "
                        "--selection adaptive to override)")
 
 
