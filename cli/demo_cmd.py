@@ -47,8 +47,9 @@ def demo(output, epsilon, seed, quiet) -> None:
     from synth.data.reading import read
     from synth.report.evaluate import NON_PRIVATE_TAG, add_model_record, baselines_text, evaluate, read_synthetic
     from synth.report.numbers import COUNT, PRIVACY, fmt
-    from synth.engines.mwem import mwem
-    from synth.engines.pmw import run_pmw
+    from synth.engines.mwem import MWEMConfig, MWEMEngine
+    from synth.engines.pmw import PMWConfig, PMWEngine
+    from synth.privacy.accounting import Budget
     from synth.report.html import write_report
     from synth.models.synthetic import write_synthetic
     from synth.data.schema import Schema
@@ -68,16 +69,17 @@ def demo(output, epsilon, seed, quiet) -> None:
         codes = read(data, schema, progress=update).codes
     tables = {subset: marginal(codes, schema, subset) for subset in workload.subsets}
     rng = np.random.default_rng(seed)  # one generator: the two runs draw independent noise
+    noise_rng = rng if seed is not None else None  # unseeded: each engine seeds its own from the OS
     lines = []
     for name in ("mwem", "pmw"):
         with progress(name, quiet) as update:
             if name == "mwem":
-                model = mwem(codes, schema, workload, epsilon, rng=rng, progress=update).to_model(
-                    schema, seeded=seed is not None)
-                monitor = None
+                engine = MWEMEngine(MWEMConfig(), schema, workload)
+                model, monitor = engine.run(codes, Budget(epsilon), noise_rng, update).model, None
             else:
-                run = run_pmw(codes, schema, workload, epsilon, 1e-6, rng=rng, monitor=True)
-                model, monitor = run.pmw.to_model(seeded=seed is not None), run.monitor
+                release = PMWEngine(PMWConfig(monitor=True), schema, workload).run(codes, Budget(epsilon, 1e-6), noise_rng)
+                run = release.record
+                model, monitor = release.model, run.monitor
                 warm = len(run.plan.warm_subsets)
                 lines.append(f"pmw (practical variant, online): a warm start on {warm} shared 2-way marginals, then "
                              f"{fmt(run.pmw.updates, COUNT)} updates of L={fmt(run.plan.updates, COUNT)} while "

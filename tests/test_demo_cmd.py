@@ -69,3 +69,15 @@ def test_demo_replaces_its_own_folder_and_refuses_others(seeded_demo, tmp_path):
     refused = run("demo", "-o", other, "-q")
     assert refused.exit_code != 0 and "not a previous demo's folder" in refused.stderr
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+
+
+def test_an_unseeded_demo_marks_its_models_unseeded_and_a_seeded_one_seeded(seeded_demo, tmp_path):
+    """The seed mark in a model file says whether its noise can be replayed: only --seed sets it."""
+    from synth.models.model import Model
+
+    folder, _ = seeded_demo
+    assert Model.load(folder / "mwem-model.npz").seeded and Model.load(folder / "pmw-model.npz").seeded
+    result = run("demo", "-o", tmp_path / "demo", "-q")
+    assert result.exit_code == 0, result.output
+    assert not Model.load(tmp_path / "demo" / "mwem-model.npz").seeded
+    assert not Model.load(tmp_path / "demo" / "pmw-model.npz").seeded
