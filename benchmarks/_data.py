@@ -1,19 +1,22 @@
-"""What the benchmarks share about their data: adult from ``../shared/datasets``, projections
-of it, the marginal workloads measured on it and their error (``mean_l1``), and the plain
-NumPy marginal the kernels are compared with."""
+"""What the benchmarks share about their data: adult (and titanic) from ``../shared/datasets``,
+projections of it, the marginal workloads measured on it and their error (``mean_l1``); and
+synthetic universes of coded columns with seeded skewed rows, and PMW's typical queries on them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from synth.data.reading import code_dtype, read
-from synth.data.schema import Schema
+from synth.data.schema import Coded, Schema
 from synth.data.tables import marginal, marginals_from_dense
-from synth.data.workload import Workload
+from synth.data.workload import Query, Workload
+from synth.models.distribution import as_distribution
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -24,11 +27,6 @@ SEVEN = ("workclass", "education-num", "marital-status", "relationship", "race",
 FIVE = ("marital-status", "relationship", "race", "sex", "income>50K")
 
 Tables = Mapping[tuple[str, ...], np.ndarray] | Callable[[tuple[str, ...]], np.ndarray]
-
-
-def load_adult(data_dir: Path) -> tuple[Schema, np.ndarray]:
-    """The adult schema (its domain file) and every row's codes, read through synth."""
-    return load_table(data_dir, "adult")
 
 
 def load_table(data_dir: Path, name: str) -> tuple[Schema, np.ndarray]:
@@ -43,14 +41,6 @@ def project_codes(schema: Schema, codes: np.ndarray, columns: Sequence[str]) -> 
     sub = schema.project(columns)
     positions = [schema.index(name) for name in columns]
     return sub, np.ascontiguousarray(codes[:, positions], dtype=code_dtype(sub))
-
-
-def numpy_marginal(x: np.ndarray, shape: tuple[int, ...], positions: Sequence[int]) -> np.ndarray:
-    """The NumPy baseline marginal: sum out the other axes, then put kept axes in order."""
-    other = tuple(i for i in range(len(shape)) if i not in positions)
-    table = x.reshape(shape).sum(axis=other)
-    in_order = sorted(positions)
-    return table.transpose([in_order.index(p) for p in positions])
 
 
 def mean_l1(model: Tables, truth: Mapping[tuple[str, ...], np.ndarray]) -> float:
@@ -96,6 +86,11 @@ class Marginals:
         tables = marginals_from_dense(distribution, self.schema, list(self.truth))
         return mean_l1(dict(zip(self.truth, tables)), self.truth)
 
+    def model_error(self, distribution) -> float:
+        """``mean_l1`` of a released distribution, dense or factored (``as_distribution``)."""
+        model = as_distribution(distribution, self.schema)
+        return mean_l1(dict(zip(self.truth, model.marginals(list(self.truth)))), self.truth)
+
     def answers_error(self, answers: np.ndarray) -> float:
         """``mean_l1`` of released answers to the workload's cell queries (in rows, workload
         order), each marginal's answers divided by n."""
@@ -109,3 +104,73 @@ class Marginals:
     def uniform_error(self) -> float:
         """The error of the uniform distribution (the engines' usual starting point)."""
         return mean_l1(lambda s: np.full(self.truth[s].shape, 1.0 / self.truth[s].size), self.truth)
+
+    def independent_error(self) -> float:
+        """The error of the product of the exact (non-private) 1-way marginals."""
+        ones = {c: marginal(self.codes, self.schema, (c,)) / self.rows for c in self.schema.names}
+
+        def product(subset):
+            table = np.ones(())
+            for c in subset:
+                table = np.multiply.outer(table, ones[c])
+            return table
+
+        return mean_l1(product, self.truth)
+
+
+# -- synthetic universes ---------------------------------------------------------------------
+
+
+def coded_schema(sizes: Sequence[int], prefix: str = "c") -> Schema:
+    """A schema of ``Coded`` columns ``c0, c1, ...`` with ``sizes`` codes."""
+    return Schema(tuple(Coded(f"{prefix}{i}", size) for i, size in enumerate(sizes)))
+
+
+def skewed_codes(schema: Schema, rows: int, seed: int) -> np.ndarray:
+    """Seeded rows of a schema whose columns all have the same number of codes: P(v) ~ 1/(v+1)
+    per column, independent columns."""
+    codes = schema.shape[0]
+    p = 1.0 / np.arange(1, codes + 1)
+    rng = np.random.default_rng(seed)
+    return rng.choice(codes, size=(rows, len(schema)), p=p / p.sum()).astype(code_dtype(schema))
+
+
+class Case(NamedTuple):
+    """A query, and its label in a report."""
+
+    label: str
+    query: Query
+
+
+def case(schema: Schema, label: str, constraints: Sequence[tuple[int, Sequence[int]]]) -> Case:
+    """The query of (axis, allowed codes) pairs."""
+    pairs = sorted(constraints)
+    return Case(label, Query(tuple(schema.names[a] for a, _ in pairs),
+                             tuple(np.asarray(codes, dtype=np.int64) for _, codes in pairs)))
+
+
+def typical_cases(schema: Schema) -> list[Case]:
+    """PMW's typical queries: 2-way and 3-way cells and two 1-way ranges over half the codes
+    (first, middle, last column); a query on the last column selects runs of one cell."""
+    mid, last, half = len(schema) // 2, len(schema) - 1, range(schema.shape[0] // 2)
+    return [
+        case(schema, "2-way cell (c0=0, c_last=0)", [(0, [0]), (last, [0])]),
+        case(schema, "3-way cell (c0=0, c_mid=1, c_last=0)", [(0, [0]), (mid, [1]), (last, [0])]),
+        case(schema, "1-way range, half of c_mid", [(mid, half)]),
+        case(schema, "1-way range, half of c_last", [(last, half)]),
+    ]
+
+
+#: The query of every cell: a full pass over the universe.
+FULL = Case("all cells, Query((), ()): full pass", Query((), ()))
+
+
+def selected_cells(schema: Schema, query: Query) -> int:
+    """How many cells of the universe ``query`` selects."""
+    fixed = dict(zip(query.columns, map(len, query.allowed)))
+    return math.prod(fixed.get(name, size) for name, size in zip(schema.names, schema.shape))
+
+
+def true_count(codes: np.ndarray, schema: Schema, query: Query) -> int:
+    """The query's answer on the rows."""
+    return int(marginal(codes, schema, query.columns)[np.ix_(*query.allowed)].sum())

@@ -10,7 +10,8 @@ marginals of the L1 distance between the normalized true table and the released 
 seeds (range in brackets), and the median wall time of the library call; each engine's first
 call (JIT cache loads) is timed apart, on the 5-column subset, before the grid.
 
-Usage: ``python benchmarks/bench_engines.py [--quick] [--seed S] [--seeds K] [--epsilon E ...]``
+Usage: ``python benchmarks/bench_engines.py [--quick] [--seed S] [--seeds K] [--epsilon E ...]
+[--no-write]``
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from _data import FIVE, SEVEN, Marginals
-from _harness import FirstRun, first_run, markdown_table, over_seeds, seconds_text, session, with_time
+from _harness import session
+from _report import markdown_table, seconds_text, seeds_text
+from _timing import FirstRun, first_run, over_seeds, with_time
 
 from synth.engines.blr import blr
 from synth.errors import SynthError
@@ -34,7 +37,6 @@ from synth.engines.pmw import run_pmw
 SECTION = "bench_engines"
 EPSILONS = (0.3, 1.0, 3.0)
 QUICK_EPSILONS = (1.0,)
-SEEDS, QUICK_SEEDS = 5, 1
 #: The released-net BLR (``synth generate --mechanism blr --prior mwem``): the first of these
 #: (module, function) found is used, else its row says "not available".
 RELEASED_NET = (("synth.engines.blr_prior", "blr_prior"),)
@@ -204,18 +206,14 @@ def render(found, resolved, firsts: Sequence[FirstRun], case: Marginals, uniform
 
 
 def add_options(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=None,
-                        help=f"seeds per setting (default {SEEDS}; {QUICK_SEEDS} with --quick)")
     parser.add_argument("--epsilon", type=float, action="append", default=None,
                         help=f"an epsilon to run (repeat the option for several; default "
                              f"{', '.join(map(str, EPSILONS))}; 1 with --quick)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    run = session(__doc__, "1 seed at eps = 1 (a smoke run)", argv, add_options)
-    count = run.args.seeds or (QUICK_SEEDS if run.quick else SEEDS)
-    seeds = tuple(run.seed + i for i in range(count))
-    epsilons = tuple(run.args.epsilon or (QUICK_EPSILONS if run.quick else EPSILONS))
+    run = session(__doc__, "1 seed at eps = 1 (a smoke run)", argv, add_options, seeds=(5, 1))
+    seeds, epsilons = run.seeds, tuple(run.args.epsilon or run.pick(EPSILONS, QUICK_EPSILONS))
     adult = run.adult()
     case, small = Marginals.of(adult, SEVEN), Marginals.of(adult, FIVE)
     found, resolved = engines()
@@ -230,16 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures, seconds = with_time(lambda: engine.run(case, eps, seed))
         except SynthError as exc:  # e.g. a plan that cannot be made at this epsilon: say so in the table
             refusals[key] = str(exc).splitlines()[0]
-            print(f"  {name}, eps {eps:g}, seed {seed}: refused: {refusals[key]}", file=sys.stderr)
+            run.say(f"  {name}, eps {eps:g}, seed {seed}: refused: {refusals[key]}")
             return {}
-        print(f"  {name}, eps {eps:g}, seed {seed}: {seconds:.1f} s, "
-              + ", ".join(f"{o} {figures[o]:.3f}" for o in engine.outputs), file=sys.stderr)
+        run.say(f"  {name}, eps {eps:g}, seed {seed}: {seconds:.1f} s, "
+                + ", ".join(f"{o} {figures[o]:.3f}" for o in engine.outputs))
         return {**figures, "seconds": seconds}
 
     with run.stage(f"{len(found)} engines x {len(epsilons)} eps x {len(seeds)} seeds"):
         grid = over_seeds([(e.name, eps) for eps in epsilons for e in found], seeds, one)
     header = run.header("synth engines on adult: error and time", (np, numba),
-                        f"- seeds {', '.join(map(str, seeds))}; eps {', '.join(f'{e:g}' for e in epsilons)}",
+                        f"- seeds {seeds_text(seeds)}; eps {', '.join(f'{e:g}' for e in epsilons)}",
                         repeats=False)
     report = render(found, resolved, firsts, case, case.uniform_error(), grid, refusals, epsilons, seeds,
                     header)

@@ -14,7 +14,7 @@ most 0.087 in pure epsilon and 0.075 in zCDP) and all 364 three-way marginals (t
 most 15 min); 7 columns (workclass, education-num, marital-status, relationship, race, sex,
 income>50K) with all 35 three-way marginals, once dense and once factored.
 
-Usage: ``python benchmarks/bench_factored.py [--quick] [--seed S] [--seeds K] [--skip-triples]``
+Usage: ``python benchmarks/bench_factored.py [--quick] [--seed S] [--seeds K] [--skip-triples] [--no-write]``
 """
 
 from __future__ import annotations
@@ -33,14 +33,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from _data import SEVEN
-from _harness import Spread, markdown_table, met, session
+from _harness import session
+from _peers import AIM_PAIRS, AIM_PAIRS_L1
+from _report import met, seeds_text, table
+from _timing import Spread
 
 SECTION = "bench_factored"
-SEEDS, QUICK_SEEDS = 3, 1
 MINUTES_TARGET = {("14 columns", 2): 5.0, ("14 columns", 3): 15.0}
-#: Synthetic CSV mean L1 on the 91 pairs: AIM's 0.087 under pure epsilon (the factored issue);
-#: 0.075 under zCDP, delta = 1e-9, where AIM runs (the zCDP issue).
-L1_TARGET = {0.0: 0.087, 1e-9: 0.075}
 MEMORY_TARGET_GB = 2.0
 
 
@@ -118,14 +117,13 @@ def run_config(config: Config, seed: int, data_dir: Path, folder: Path, truth: d
 
 
 def add_options(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per configuration (default {SEEDS})")
     parser.add_argument("--skip-triples", action="store_true",
                         help="leave out the 364 three-way marginals of all 14 columns (the longest runs)")
 
 
 def main(argv=None) -> None:
-    bench = session(__doc__, "one seed, no 364-triple run", argv, add_options)
-    seeds = tuple(bench.seed + i for i in range(bench.args.seeds or (QUICK_SEEDS if bench.quick else SEEDS)))
+    bench = session(__doc__, "one seed, no 364-triple run", argv, add_options, seeds=(3, 1))
+    seeds = bench.seeds
     data_dir = bench.args.data_dir
     sizes = json.loads((data_dir / "adult-domain.json").read_text())
     data = pd.read_csv(data_dir / "adult.csv", usecols=list(sizes))
@@ -147,18 +145,10 @@ def main(argv=None) -> None:
     bench.publish(SECTION, report(bench, rows, seeds))
 
 
-def shown(spread: Spread, form: str) -> str:
-    """The median, and the range when the seeds differ: '0.086 [0.084, 0.087]'."""
-    mid = form.format(spread.median)
-    if spread.low == spread.high:
-        return mid
-    return f"{mid} [{form.format(spread.low)}, {form.format(spread.high)}]"
-
-
 def report(bench, rows, seeds) -> str:
     lines = bench.header("Wide tables: synth generate with a factored model (bench_factored)", [np, pd],
                          repeats=False)
-    lines.append(f"MWEM at epsilon = 1, n a noisy count, seeds {', '.join(map(str, seeds))}; each figure the median "
+    lines.append(f"MWEM at epsilon = 1, n a noisy count, seeds {seeds_text(seeds)}; each figure the median "
                  "over the seeds [range]. Wall time and peak memory are of the whole `synth generate` process "
                  "(reading, fitting, sampling, writing the CSV and the model).")
     lines.append("")
@@ -170,23 +160,19 @@ def report(bench, rows, seeds) -> str:
         time_met = "" if target is None else f" {met(max(r.seconds for r in runs) <= 60 * target)} ≤ {target:g} min"
         l1_met = memory_met = ""
         if (config.label, config.way) == ("14 columns", 2):
-            target_l1 = L1_TARGET[config.delta]
+            target_l1 = AIM_PAIRS_L1[config.delta]  # the synthetic CSV's mean L1 on the 91 pairs: AIM's
             l1_met = f" {met(spread['synthetic_l1'].median <= target_l1)} ≤ {target_l1}"
             memory_met = f" {met(max(r.peak_gb for r in runs) <= MEMORY_TARGET_GB)} ≤ {MEMORY_TARGET_GB:g} GB"
         table_rows.append([
             config.label, f"{marginals} {config.way}-way", config.representation, f"{config.delta:g}",
-            f"{shown(spread['seconds'], '{:.0f} s')}{time_met}", shown(spread["peak_gb"], "{:.2f} GB") + memory_met,
-            f"{shown(spread['synthetic_l1'], '{:.4f}')}{l1_met}", shown(spread["model_l1"], "{:.4f}"),
-            shown(spread["model_cells"], "{:,.0f}"),
+            spread["seconds"].shown("{:.0f} s") + time_met, spread["peak_gb"].shown("{:.2f} GB") + memory_met,
+            spread["synthetic_l1"].shown("{:.4f}") + l1_met, spread["model_l1"].shown("{:.4f}"),
+            spread["model_cells"].shown("{:,.0f}"),
         ])
-    lines.append(markdown_table(
-        [("columns", "l"), ("marginals", "l"), ("representation", "l"), ("delta", "r"), ("wall time", "r"),
-         ("peak memory", "r"),
-         ("synthetic CSV mean L1", "r"), ("model mean L1", "r"), ("model cells", "r")], table_rows))
+    lines.append(table("@columns|@marginals|@representation|delta|wall time|peak memory|"
+                       "synthetic CSV mean L1|model mean L1|model cells", table_rows))
     lines.append("")
-    lines.append("AIM (private-pgm, graphical models, model size capped) on the 91 pairs: mean L1 0.087 in about "
-                 "10 minutes (the issues' figure, zCDP with delta > 0). delta = 0: synth's MWEM in pure "
-                 "epsilon-DP (discrete Laplace); delta = 1e-9: rho-zCDP (discrete Gaussian), as AIM accounts.")
+    lines.append(AIM_PAIRS)
     return "\n".join(lines) + "\n"
 
 

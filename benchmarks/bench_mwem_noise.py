@@ -21,15 +21,15 @@ Usage: ``python benchmarks/bench_mwem_noise.py [--quick] [--seed S] [--seeds K] 
 from __future__ import annotations
 
 import numpy as np
-from _data import Marginals, mean_l1
-from _harness import Spread, markdown_table, session
+from _data import Marginals
+from _harness import session
+from _report import seeds_text, table
+from _timing import Spread
 
-from synth.models.distribution import as_distribution
 from synth.engines.mwem import mwem
 
 SECTION = "bench_mwem_noise"
 EPSILONS, QUICK_EPSILONS = (0.3, 1.0, 3.0), (1.0,)
-SEEDS, QUICK_SEEDS = 5, 1
 DELTA = 1e-9
 #: (label, table, columns); every 3-way marginal of the columns is the workload.
 CASES = (
@@ -46,24 +46,17 @@ VARIANTS = (("delta 0", 0.0, "auto"), ("delta 1e-9, auto", DELTA, "auto"), ("del
 
 def run(case: Marginals, epsilon: float, delta: float, noise: str, seed: int) -> dict:
     result = mwem(case.codes, case.schema, case.workload, epsilon, delta=delta, noise=noise, rng=seed)
-    model = as_distribution(result.distribution, case.schema)
-    tables = dict(zip(case.truth, model.marginals(list(case.truth))))
-    return {"error": mean_l1(tables, case.truth), "zcdp": result.accountant.spent().delta > 0}
-
-
-def add_options(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per figure (default {SEEDS})")
+    return {"error": case.model_error(result.distribution), "zcdp": result.accountant.spent().delta > 0}
 
 
 def main(argv=None) -> None:
-    bench = session(__doc__, "eps = 1 only, one seed", argv, add_options)
-    count = bench.args.seeds or (QUICK_SEEDS if bench.quick else SEEDS)
-    seeds = tuple(bench.seed + i for i in range(count))
-    tables = {name: bench.table(name) for name in sorted({table for _, table, _ in CASES})}
+    bench = session(__doc__, "eps = 1 only, one seed", argv, seeds=(5, 1))
+    seeds = bench.seeds
+    tables = {name: bench.table(name) for name in sorted({name for _, name, _ in CASES})}
     rows = []
-    for label, table, columns in CASES:
-        case = Marginals.of(tables[table], columns, 3, label=label)
-        for epsilon in QUICK_EPSILONS if bench.quick else EPSILONS:
+    for label, name, columns in CASES:
+        case = Marginals.of(tables[name], columns, 3, label=label)
+        for epsilon in bench.pick(EPSILONS, QUICK_EPSILONS):
             with bench.stage(f"{label}, eps {epsilon:g}"):
                 figures = {variant: [run(case, epsilon, delta, noise, seed) for seed in seeds]
                            for variant, delta, noise in VARIANTS}
@@ -74,22 +67,22 @@ def main(argv=None) -> None:
 def report(bench, rows, seeds) -> str:
     lines = bench.header("MWEM: delta > 0 against delta = 0, the noise chooser (bench_mwem_noise)", [np],
                          repeats=False)
-    lines.append(f"Seeds {', '.join(map(str, seeds))}; each figure the median over the seeds [range]; n a noisy "
+    lines.append(f"Seeds {seeds_text(seeds)}; each figure the median over the seeds [range]; n a noisy "
                  "count; W all 3-way marginals. 'auto chose': the noise the delta = 1e-9 auto run used. "
                  "'auto / delta 0': the ratio of the medians (at most 1 is the target: a delta > 0 run never "
                  "worse than pure epsilon).")
     lines.append("")
-    table = []
+    rows_text = []
     for case, epsilon, figures in rows:
         errors = {variant: Spread.of([f["error"] for f in runs]) for variant, runs in figures.items()}
         chose = "/".join(sorted({"Gaussian (zCDP)" if f["zcdp"] else "Laplace (pure)"
                                  for f in figures["delta 1e-9, auto"]}))
         ratio = errors["delta 1e-9, auto"].median / errors["delta 0"].median
-        table.append([case.label, f"{case.marginals}", f"{case.rows:,}", f"{epsilon:g}",
+        rows_text.append([case.label, f"{case.marginals}", f"{case.rows:,}", f"{epsilon:g}",
                       *(errors[variant].text(4) for variant, _, _ in VARIANTS), chose, f"{ratio:.2f}"])
-    lines.append(markdown_table([("table", "l"), ("marginals", "r"), ("n", "r"), ("epsilon", "r"),
-                                 *((f"mean L1, {variant}", "r") for variant, _, _ in VARIANTS),
-                                 ("auto chose", "l"), ("auto / delta 0", "r")], table))
+    titles = ["@table", "marginals", "n", "epsilon", *(f"mean L1, {variant}" for variant, _, _ in VARIANTS),
+              "@auto chose", "auto / delta 0"]
+    lines.append(table(titles, rows_text))
     return "\n".join(lines) + "\n"
 
 

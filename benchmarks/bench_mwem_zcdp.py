@@ -21,13 +21,13 @@ Usage: ``python benchmarks/bench_mwem_zcdp.py [--quick] [--seed S] [--seeds K] [
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-from _data import SEVEN, Marginals, mean_l1
-from _harness import Spread, markdown_table, session
+from _data import SEVEN, Marginals
+from _harness import session
+from _peers import AIM_ZCDP
+from _report import seeds_text, table
+from _timing import Spread, with_time
 
-from synth.models.distribution import as_distribution
 from synth.engines.mwem import mwem
 from synth.data.tables import marginal
 from synth.data.workload import Workload
@@ -35,30 +35,16 @@ from synth.data.workload import Workload
 SECTION = "bench_mwem_zcdp"
 EPSILONS, QUICK_EPSILONS = (0.3, 1.0, 3.0), (1.0,)
 DELTAS = (0.0, 1e-9)
-SEEDS, QUICK_SEEDS = 5, 1
 SMALL_ROWS = 1300
-#: AIM on this benchmark's small tables, measured once beside it (dpmm needs numpy 1.26, so it ran
-#: in its own environment; the calls are quoted so the figure can be re-measured).
-AIM_SMALL_TABLES = (
-    "On this benchmark's own five 1,300-row tables (seeds 0-4, the rows written out and fed to dpmm "
-    "0.1.9's AIMPipeline(epsilon=1, delta=1e-9, disable_processing=True, gen_kwargs={'degree': 3}), i.e. "
-    "AIM with the same 35 three-way marginals as its workload and the columns' domains as given, 1,300 "
-    "rows generated) AIM's mean L1 was 0.4655 median [0.4257, 0.4833] in 102-121 s a table (0.4598 median"
-    ' with its default two-way workload); the 0.29 quoted by the issue was not reproduced with that '
-    "package's defaults."
-)
 
 
 def run(case: Marginals, epsilon: float, delta: float, public: bool, seed: int,
         selection: str = "auto") -> dict:
-    start = time.perf_counter()
-    result = mwem(case.codes, case.schema, case.workload, epsilon, delta=delta, selection=selection,
-                  rows=case.rows if public else None, rng=seed)
-    seconds = time.perf_counter() - start
-    model = as_distribution(result.distribution, case.schema)
-    tables = dict(zip(case.truth, model.marginals(list(case.truth))))
-    return {"error": mean_l1(tables, case.truth), "seconds": seconds, "rounds": result.parameters["rounds"],
-            "selection": result.parameters["selection"]}
+    result, seconds = with_time(lambda: mwem(case.codes, case.schema, case.workload, epsilon, delta=delta,
+                                             selection=selection, rows=case.rows if public else None,
+                                             rng=seed))
+    return {"error": case.model_error(result.distribution), "seconds": seconds,
+            "rounds": result.parameters["rounds"], "selection": result.parameters["selection"]}
 
 
 def small_case(adult, seed: int) -> Marginals:
@@ -70,15 +56,9 @@ def small_case(adult, seed: int) -> Marginals:
     return Marginals(f"{SMALL_ROWS:,} rows of 7 columns", seven.schema, codes, seven.workload, truth)
 
 
-def add_options(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=None, help=f"seeds per figure (default {SEEDS})")
-
-
 def main(argv=None) -> None:
-    bench = session(__doc__, "eps = 1 only, one seed", argv, add_options)
-    count = bench.args.seeds or (QUICK_SEEDS if bench.quick else SEEDS)
-    seeds = tuple(bench.seed + i for i in range(count))
-    epsilons = QUICK_EPSILONS if bench.quick else EPSILONS
+    bench = session(__doc__, "eps = 1 only, one seed", argv, seeds=(5, 1))
+    seeds, epsilons = bench.seeds, bench.pick(EPSILONS, QUICK_EPSILONS)
     adult = bench.adult()
     seven = Marginals.of(adult, SEVEN)
     schema, codes = adult
@@ -105,25 +85,22 @@ def main(argv=None) -> None:
 
 def report(bench, rows, seeds) -> str:
     lines = bench.header("MWEM: pure epsilon and zCDP, n public and noisy (bench_mwem_zcdp)", [np], repeats=False)
-    lines.append(f"Seeds {', '.join(map(str, seeds))}; each figure the median over the seeds [range]. "
+    lines.append(f"Seeds {seeds_text(seeds)}; each figure the median over the seeds [range]. "
                  "delta = 0: pure epsilon-DP, discrete Laplace; delta = 1e-9: rho-zCDP, discrete Gaussian, "
                  "reported as (epsilon, delta). Time: the library call. "
                  "Selection: what auto chose (adaptive or classic rounds, synth.engines.mwem_adaptive).")
     lines.append("")
-    table = []
+    rows_text = []
     for label, epsilon, delta, public, figures in rows:
         error = Spread.of([f["error"] for f in figures])
         seconds = Spread.of([f["seconds"] for f in figures])
         used = Spread.of([f["rounds"] for f in figures])
         chosen = "/".join(sorted({f["selection"] for f in figures}))
-        table.append([label, f"{epsilon:g}", f"{delta:g}", "public" if public else "noisy", chosen,
+        rows_text.append([label, f"{epsilon:g}", f"{delta:g}", "public" if public else "noisy", chosen,
                       error.text(4), f"{seconds.median:.1f} s", f"{used.median:.0f}"])
-    lines.append(markdown_table([("configuration", "l"), ("epsilon", "r"), ("delta", "r"), ("n", "l"),
-                                 ("selection", "l"), ("mean L1", "r"), ("time", "r"), ("rounds", "r")], table))
+    lines.append(table("@configuration|epsilon|delta|@n|@selection|mean L1|time|rounds", rows_text))
     lines.append("")
-    lines.append("For comparison (the issues' figures, measured with dpmm 0.1.9, zCDP): AIM on the 7 columns at "
-                 "eps = 1 0.036-0.040 (n public) and 0.038 (n noisy) in 200-550 s; on the 14 columns' 91 pairs 0.087 "
-                 "in about 10 minutes; on tables of about 1,300 rows 0.29. " + AIM_SMALL_TABLES)
+    lines.append(AIM_ZCDP)
     return "\n".join(lines) + "\n"
 
 

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _harness import REPO, markdown_table, session
+from _harness import REPO, session
+from _report import markdown_table
 
 from synth.data.schema import Coded, Schema
 from synth.data.workload import Workload
