@@ -138,3 +138,17 @@ def test_the_wheel_lists_every_package_and_no_top_level_cli():
     assert listed - {"synth_cli"} == folders and "synth_cli" in listed
     assert re.search(r'^package-dir = \{ "synth_cli" = "cli" \}$', text, re.M)
     assert re.search(r'^synth = "synth_cli.main:main"$', text, re.M)
+
+
+def test_every_public_name_resolves_to_its_layer():
+    """``synth/__init__``'s names (today's and the engines' configs) load from their modules."""
+    import synth
+
+    for name in synth.__all__:
+        value = getattr(synth, name)
+        if name != "__version__":
+            assert value.__module__.startswith("synth."), (name, value.__module__)
+    schema = synth.Schema.load(synth.bundled("demo").schema)
+    config = synth.MWEMConfig(rounds=2)
+    engine = synth.make_engine(config, schema, synth.Workload.default(schema))
+    assert engine.config is config and engine.name == "mwem"
