@@ -45,7 +45,9 @@ def demo(output, epsilon, seed, quiet) -> None:
     import numpy as np
 
     from synth.data.reading import read
-    from synth.report.evaluate import NON_PRIVATE_TAG, add_model_record, baselines_text, evaluate, read_synthetic
+    from synth.report.evaluate import (
+        NON_PRIVATE_TAG, add_model_record, baselines_text, evaluate, read_synthetic,
+    )
     from synth.report.numbers import COUNT, PRIVACY, fmt
     from synth.engines.mwem import MWEMConfig, MWEMEngine
     from synth.engines.pmw import PMWConfig, PMWEngine

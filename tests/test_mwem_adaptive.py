@@ -11,7 +11,9 @@ import pytest
 from synth.privacy.accounting import Accountant
 from synth.engines.mwem import mwem
 from synth.privacy.mechanisms import mean_abs_noise
-from synth.engines.mwem_adaptive import ONE_WAY_NOISE, SELECT_SHARE, AnnealingBudget, closure_candidates, first_round_budget
+from synth.engines.mwem_adaptive import (
+    ONE_WAY_NOISE, SELECT_SHARE, AnnealingBudget, closure_candidates, first_round_budget,
+)
 from synth.engines.mwem_budget import count_rho, rounds_total
 from synth.data.schema import Coded, Schema
 from synth.data.tables import marginal

@@ -3,7 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from synth.privacy.validation import check_delta, check_epsilon, check_positive_int, check_probability, check_sensitivity
+from synth.privacy.validation import (
+    check_delta, check_epsilon, check_positive_int, check_probability, check_sensitivity,
+)
 
 
 @pytest.mark.parametrize("value", [1, 0.5, np.float64(2.0), np.int64(3)])

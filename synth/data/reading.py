@@ -29,7 +29,9 @@ import pandas as pd
 
 from synth._kernels.scan import pack_column, parse_int_lines
 from synth.data.counts import Counts, count_encoded, plan_scan
-from synth.data.schema import Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value
+from synth.data.schema import (
+    Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value,
+)
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.errors import DataError, locate, non_private
 

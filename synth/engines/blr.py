@@ -52,7 +52,9 @@ from synth.privacy.accounting import Accountant, subtract_epsilon
 from synth.privacy.mechanisms import StreamingExponential
 from synth.privacy.rng import kernel_state, make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.privacy.validation import check_budget_epsilon, check_positive_int, check_probability, check_real, normalized_prior
+from synth.privacy.validation import (
+    check_budget_epsilon, check_positive_int, check_probability, check_real, normalized_prior,
+)
 
 __all__ = [
     "BLRResult",

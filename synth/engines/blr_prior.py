@@ -46,7 +46,9 @@ from synth.models.model import _checksum
 from synth.privacy.accounting import Accountant, subtract_epsilon
 from synth.privacy.rng import make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, row_count
-from synth.privacy.validation import MIN_BUDGET_EPSILON, check_budget_epsilon, check_positive_int, check_probability, check_real
+from synth.privacy.validation import (
+    MIN_BUDGET_EPSILON, check_budget_epsilon, check_positive_int, check_probability, check_real,
+)
 
 __all__ = [
     "PriorMismatch",

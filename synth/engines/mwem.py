@@ -51,7 +51,9 @@ from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Workload
 from synth.engines.estimate import Estimate, mwem_estimate
-from synth.engines.mwem_adaptive import ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio
+from synth.engines.mwem_adaptive import (
+    ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio,
+)
 from synth.engines.mwem_budget import RoundBudget, count_rho, plan_rounds, rounds_total
 from synth.engines.mwem_noise import NoiseChoice, check_noise, choose_noise
 from synth.engines.release import Progress, Release, describe_representation
@@ -66,8 +68,8 @@ from synth.privacy.rng import is_seeded, make_rng
 from synth.privacy.row_count import DEFAULT_COUNT_SHARE, RowCount, row_count
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability
 
-__all__ = ["MWEMConfig", "MWEMEngine", "MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES", "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE",
-           "FIT_TOLERANCE", "expected_noise"]
+__all__ = ["MWEMConfig", "MWEMEngine", "MWEMResult", "mwem", "plan_noise", "DEFAULT_ROUNDS", "DEFAULT_PASSES",
+           "DEFAULT_FINAL_PASSES", "DEFAULT_SELECT_SHARE", "FIT_TOLERANCE", "expected_noise"]
 
 #: How rounds are chosen: ``adaptive`` (``synth.engines.mwem_adaptive``), ``classic`` (a fixed number
 #: of rounds over the workload's marginals, or every one of them), or ``auto``.
@@ -99,7 +101,6 @@ class MWEMResult:
         return Model(schema=schema, mechanism="mwem", distribution=self.distribution, rows=self.rows,
                      rows_public=self.rows_public, parameters=self.parameters, privacy=self.accountant.to_dict(),
                      round_log=log, seeded=seeded)
-
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ from synth.errors import SynthError
 from synth.privacy.accounting import Charge
 from synth.privacy.accounting import Accountant, BudgetExceeded
 from synth.privacy.composition import zcdp_rho_limit
-from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int, check_probability, check_real
+from synth.privacy.validation import (
+    check_budget_epsilon, check_delta, check_positive_int, check_probability, check_real,
+)
 
 __all__ = ["PMWPlan", "PlanError", "plan_pmw", "laplace_tail"]
 

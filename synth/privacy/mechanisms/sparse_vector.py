@@ -37,7 +37,9 @@ from synth import _kernels
 from synth.privacy.mechanisms._exact import discrete_laplace_exact
 from synth.privacy.mechanisms.discrete import laplace_ratio
 from synth.privacy.rng import kernel_state, make_rng
-from synth.privacy.validation import check_delta, check_epsilon, check_positive_int, check_real, check_sensitivity
+from synth.privacy.validation import (
+    check_delta, check_epsilon, check_positive_int, check_real, check_sensitivity,
+)
 
 if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant
