@@ -161,3 +161,22 @@ def test_subtract_never_lets_the_parts_exceed_the_whole(epsilon, used):
     rest = subtract_epsilon(epsilon, used)
     assert Fraction(rest) + Fraction(used) <= Fraction(epsilon)
     assert rest == pytest.approx(epsilon - used, rel=1e-15)
+
+
+def test_a_sequential_record_adds_the_parts_and_keeps_every_charge():
+    """A schema derived under DP, then a run: the record's budget and loss are the sums, and
+    its ledger holds both parts' charges, named."""
+    from synth.privacy.accounting import sequential_record
+
+    schema = Accountant(0.1, 1e-9)
+    schema.spend(0.05, mechanism="discrete_laplace", note="age: bounds")
+    schema.spend(0.05, 1e-9, mechanism="partition_selection", note="sex: values")
+    run = Accountant(0.9, 1e-9)
+    run.spend(rho=0.01, mechanism="discrete_gaussian", note="round 1")
+    record = sequential_record([("schema", schema), ("mwem", run)])
+    assert record["budget"] == {"epsilon": pytest.approx(1.0), "delta": pytest.approx(2e-9)}
+    assert record["spent"]["epsilon"] >= schema.spent().epsilon + run.spent().epsilon
+    assert record["spent"]["epsilon"] == pytest.approx(schema.spent().epsilon + run.spent().epsilon, rel=1e-12)
+    assert record["spent"]["delta"] == pytest.approx(schema.spent().delta + run.spent().delta)
+    assert [c["note"] for c in record["charges"]] == ["schema: age: bounds", "schema: sex: values", "mwem: round 1"]
+    assert record["spent"]["method"].startswith("basic, over schema (basic) then mwem (")

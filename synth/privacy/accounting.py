@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -287,3 +288,21 @@ class Accountant:
             accountant.spend(item.get("epsilon"), item.get("delta", 0.0), rho=item.get("rho"),
                              mechanism=item.get("mechanism", ""), note=item.get("note", ""))
         return accountant
+
+
+def sequential_record(parts: Sequence[tuple[str, Accountant]]) -> dict[str, Any]:
+    """The privacy record of releases made one after the other on the same data, each under
+    its own accountant (a schema derived under DP, then an engine's run): budgets and losses
+    add up (basic composition of the parts), and the ledger lists every part's charges, each
+    note prefixed by the part's name. The shape of ``Accountant.to_dict``."""
+    spent = [accountant.spent() for _, accountant in parts]
+    epsilon = _round_up(sum((Fraction(s.epsilon) for s in spent), Fraction(0)))  # never below the exact sum
+    delta = _round_up(sum((Fraction(s.delta) for s in spent), Fraction(0)))
+    method = "basic, over " + " then ".join(f"{name} ({s.method})" for (name, _), s in zip(parts, spent))
+    budgets = [accountant.budget for _, accountant in parts]
+    return {
+        "budget": {"epsilon": math.fsum(b.epsilon for b in budgets), "delta": math.fsum(b.delta for b in budgets)},
+        "spent": {"epsilon": epsilon, "delta": delta, "method": method},
+        "charges": [asdict(replace(charge, note=f"{name}: {charge.note}" if charge.note else name))
+                    for name, accountant in parts for charge in accountant.ledger()],
+    }

@@ -14,6 +14,8 @@ from synth.privacy.mechanisms.discrete import (
     mean_abs_noise,
 )
 from synth.privacy.mechanisms.exponential import StreamingExponential, exponential
+from synth.privacy.mechanisms.partition import partition_selection, partition_threshold
+from synth.privacy.mechanisms.quantiles import dp_quantiles, private_bounds
 from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
 
 __all__ = [
@@ -25,7 +27,11 @@ __all__ = [
     "discrete_gaussian_noise",
     "discrete_laplace",
     "discrete_laplace_noise",
+    "dp_quantiles",
     "exponential",
     "laplace_ratio",
     "mean_abs_noise",
+    "partition_selection",
+    "partition_threshold",
+    "private_bounds",
 ]
