@@ -184,3 +184,13 @@ def test_code_dtype_grows_with_column_size():
     assert data.code_dtype(Schema((Coded("a", 256),))) == np.uint8
     assert data.code_dtype(Schema((Coded("a", 257),))) == np.uint16
     assert data.code_dtype(Schema((Coded("a", 70_000),))) == np.int32
+
+
+def test_a_value_that_is_no_label_reads_as_the_other_label(tmp_path):
+    schema = Schema((Categorical("port", ("S", "C", "other"), missing=True, other="other"),
+                     Categorical("deck", (1, 2, 0), other=0)), missing_tokens=("?",))
+    path = write(tmp_path, "port,deck\nS,1\nAtlantis,7\n,2\n?,5.5\nC,2\n")
+    np.testing.assert_array_equal(data.read(path, schema).codes, [[0, 0], [2, 2], [3, 1], [3, 2], [1, 1]])
+    with pytest.raises(DataError, match="row 2, column 'port': unknown category 'Atlantis'"):
+        data.read(path, Schema((Categorical("port", ("S", "C"), missing=True), Categorical("deck", (1, 2, 0))),
+                               missing_tokens=("?",)))

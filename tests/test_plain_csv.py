@@ -20,8 +20,10 @@ SCHEMA = Schema((Coded("a", 4), Numeric("b", (0, 10, 100, 1000)), Coded("c", 12)
 # -- the line parser against a Python reference ---------------------------------------------
 
 
-def reference_parse(buf: bytes, start: int, n_fields: int, field_column: list[int], capacity: int, final: bool):
-    """parse_int_lines' rules, line by line in Python: (rows, end, values) or None to defer."""
+def reference_parse(buf: bytes, start: int, n_fields: int, field_column: list[int], capacity: int, final: bool,
+                    empty_ok: set[int] = frozenset()):
+    """parse_int_lines' rules, line by line in Python: (rows, end, values) or None to defer;
+    an empty field of a column in ``empty_ok`` reads as -1 (``EMPTY``)."""
     rows, at, values = 0, start, []
     while rows < capacity:
         newline = buf.find(b"\n", at)
@@ -41,6 +43,9 @@ def reference_parse(buf: bytes, start: int, n_fields: int, field_column: list[in
         row = {}
         for field, column in zip(fields, field_column):
             if column >= 0:
+                if field == b"" and column in empty_ok:
+                    row[column] = -1
+                    continue
                 if not (field.isdigit() and field.isascii()) or len(field) > MAX_DIGITS:
                     return None
                 row[column] = int(field)

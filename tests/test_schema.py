@@ -158,3 +158,16 @@ def test_strides_refuse_a_universe_past_int64():
     schema = Schema(tuple(Coded(f"c{i}", 1000) for i in range(7)))
     with pytest.raises(SchemaError, match="too large to index"):
         schema.strides
+
+
+def test_an_other_label_round_trips_and_must_be_one_of_the_values():
+    column = Categorical("port", ("S", "C", "other"), missing=True, other="other")
+    assert column.other_code == 2 and column.size == 4
+    schema = Schema((column,))
+    assert schema.to_dict()["columns"][0] == {"name": "port", "type": "categorical", "values": ["S", "C", "other"],
+                                              "missing": True, "other": "other"}
+    assert Schema.from_dict(schema.to_dict()) == schema
+    with pytest.raises(SchemaError, match=r"other \('Q'\) must be one of its values"):
+        Categorical("port", ("S", "C"), other="Q")
+    with pytest.raises(SchemaError, match="unknown key 'other'"):
+        Schema.from_dict({"columns": [{"name": "a", "type": "coded", "size": 2, "other": 1}]})

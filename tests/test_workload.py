@@ -53,7 +53,7 @@ def test_scalar_list_and_range_conditions(mixed_schema):
         ({"age": {"range": [1]}}, r"must be a list \[lo, hi\]"),
         ({"age": {"between": [1, 2]}}, r"must be a value, a list, or"),
         ({"sex": []}, "empty list allows no value"),
-        ({"sex": None}, "null is not allowed"),
+        ({"sex": None}, "column 'sex': value null: the column holds no missing value"),
         ({"age": "old"}, "value 'old' is not a number"),
         ({"race": True}, "not an integer code"),
     ],

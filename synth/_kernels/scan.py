@@ -10,18 +10,24 @@ from numba import njit
 MAX_DIGITS = 18
 
 
+#: What ``parse_int_lines`` writes for an empty field of a column that may hold one.
+EMPTY = -1
+
+
 @njit(cache=True, nogil=True)
-def parse_int_lines(buf, start, n_fields, field_column, out, final):  # pragma: no cover - compiled
+def parse_int_lines(buf, start, n_fields, field_column, out, final, empty_ok=None):  # pragma: no cover - compiled
     """Parse whole CSV lines of ``buf`` from byte ``start`` into ``out[field_column[f], row]``,
     until ``out`` (shape (columns, rows)) is full or the lines end (with ``final``, a last
     line without ``\n`` counts too).
 
     Only the plainest CSV is taken: no quotes, ``\n`` or ``\r\n`` line ends, exactly
     ``n_fields`` fields a line, and every field with ``field_column[f] >= 0`` a run of 1 to
-    ``MAX_DIGITS`` ASCII digits. Returns (rows, end, wide): the rows parsed, the byte after
-    the last of them, and whether a byte past ASCII appeared (in a field not read: the caller
-    checks that the lines are UTF-8). Rows is -1 when anything else appears (a blank line, a
-    sign, a decimal point, a missing value, a quote, a short or long line, a lone ``\r``):
+    ``MAX_DIGITS`` ASCII digits, or empty where ``empty_ok[field_column[f]]`` (a column that
+    may hold missing values; None: no column): that field reads as ``EMPTY``. Returns
+    (rows, end, wide): the rows parsed, the byte after the last of them, and whether a byte
+    past ASCII appeared (in a field not read: the caller checks that the lines are UTF-8).
+    Rows is -1 when anything else appears (a blank line, a sign, a decimal point, any other
+    missing value, a quote, a short or long line, a lone ``\r``):
     the caller then reads from ``start`` with pandas, whose rules and messages are the
     reference.
     """
@@ -41,7 +47,10 @@ def parse_int_lines(buf, start, n_fields, field_column, out, final):  # pragma: 
                 while i < n and buf[i] >= 48 and buf[i] <= 57:
                     value = value * 10 + (buf[i] - 48)
                     i += 1
-                if i - first == 0 or i - first > MAX_DIGITS:
+                if i == first and empty_ok is not None and empty_ok[column] and (
+                        (i < n and (buf[i] == 44 or buf[i] == 10 or buf[i] == 13)) or (i >= n and final)):
+                    value = EMPTY  # an empty field, ended by a delimiter, a line end or the file's end
+                elif i - first == 0 or i - first > MAX_DIGITS:
                     if i < n or final:
                         return -1, start, wide
                     return rows, line_start, wide  # the line goes on past the bytes read
@@ -84,13 +93,18 @@ def parse_int_lines(buf, start, n_fields, field_column, out, final):  # pragma: 
 
 
 @njit(cache=True, nogil=True)
-def pack_column(values, size, codes, j):  # pragma: no cover - compiled
+def pack_column(values, size, codes, j, empty=-1):  # pragma: no cover - compiled
     """Copy integer ``values`` into column ``j`` of ``codes`` (shape (rows, columns)), each
     checked to lie in 0..size-1, in one pass. Returns -1, or the first index out of range
-    (nothing from it on is copied). Values past int64 (uint64) read as negative: out of range."""
+    (nothing from it on is copied). Values past int64 (uint64) read as negative: out of range.
+    Where ``empty >= 0`` (a missing code), the value ``EMPTY`` (an empty CSV field) is written
+    as ``empty``."""
     for i in range(values.shape[0]):
         value = np.int64(values[i])
         if value < 0 or value >= size:
+            if value == EMPTY and empty >= 0:
+                codes[i, j] = empty
+                continue
             return i
         codes[i, j] = value
     return -1

@@ -3,6 +3,9 @@
 Categories and bin edges read off the private data can reveal rows (a rare category shows
 that someone has it; min and max edges show extreme values). The CLI says so loudly; users
 should review the schema or replace it with public knowledge.
+
+A column with any missing cell (empty, or one of ``missing_tokens``) gets ``missing=True``:
+its missing values are a code of their own, not bad rows.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
-from synth.data.schema import SHOWN_CHARS, Categorical, Column, Numeric, Schema, shown_value
+from synth.data.schema import (
+    SHOWN_CHARS, Categorical, Column, Numeric, Schema, check_missing_tokens, shown_value,
+)
 from synth.errors import DataError, SchemaError
 
 __all__ = ["infer_schema", "MAX_TEXT_CATEGORIES"]
@@ -39,11 +44,14 @@ class _ColumnStats:
         self.low = np.inf
         self.high = -np.inf
         self.present = 0
+        self.absent = 0  # missing cells (empty, or a missing token)
         self.unfit: tuple[int, str] | None = None  # the first (row, problem) of a number infer cannot write
 
     def add(self, values: pd.Series) -> None:
+        total = len(values)
         values = values.dropna()
         self.present += len(values)
+        self.absent += total - len(values)
         if self.numeric:
             numbers = pd.to_numeric(values, errors="coerce")
             if numbers.isna().any():
@@ -87,13 +95,19 @@ def infer_schema(
     bins: int = 10,
     columns: str | Sequence[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    missing_tokens: Sequence[str] = (),
 ) -> Schema:
     """A schema from a CSV's values: text columns and numeric columns with at most
     ``max_categories`` distinct values become categorical (values sorted), other numeric
     columns get ``bins`` equal-width bins from their minimum to their maximum.
+
+    Empty cells, and cells that are exactly one of ``missing_tokens`` (such as ``"?"``), are
+    missing values: a column that holds any gets ``missing=True``, and the schema records the
+    tokens (``Schema.missing_tokens``), so its readers take them as missing too.
     """
     if max_categories < 1 or bins < 1:
         raise ValueError("max_categories and bins must be >= 1")
+    tokens = check_missing_tokens(tuple(missing_tokens))
     if is_parquet(Path(path)):
         raise DataError(f"{path}: is Parquet, and schema infer reads CSV only; write the schema by hand, "
                         "or infer it from a CSV of the same columns")
@@ -101,10 +115,11 @@ def infer_schema(
     names = _selected(header, columns, path)
     stats = {name: _ColumnStats(MAX_TEXT_CATEGORIES) for name in names}
     with open(path, "rb") as handle:
-        for frame in csv_chunks(handle, path, dtype=str, chunk_rows=chunk_rows):
+        for frame in csv_chunks(handle, path, dtype=str, chunk_rows=chunk_rows, missing_tokens=tokens):
             for name in names:
                 stats[name].add(frame[name])
-    return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names), inferred=True)
+    return Schema(tuple(_column(name, stats[name], max_categories, bins, path) for name in names), inferred=True,
+                  missing_tokens=tokens)
 
 
 def _selected(header: list[str], columns: str | Sequence[str] | None, path) -> list[str]:
@@ -139,6 +154,15 @@ def _exact_number(text: str) -> int | float:
 def _column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path) -> Column:
     if stats.present == 0:
         raise DataError(f"{path}: column {name!r} has no values to infer from")
+    column = _values_column(name, stats, max_categories, bins, path)
+    if not stats.absent:
+        return column
+    if isinstance(column, Categorical):
+        return Categorical(name, column.values, missing=True)
+    return Numeric(name, column.edges, missing=True)
+
+
+def _values_column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path) -> Column:
     if not stats.numeric:
         if stats.overflow:
             raise SchemaError(

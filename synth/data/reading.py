@@ -5,8 +5,11 @@ marginal tables as it goes, so memory does not grow with the number of rows. ``r
 keeps every row's codes (``n x d`` small integers) for mechanisms that need them.
 
 Errors name the file, the row (numbered from 1, the header not counted), the column and the
-value. CSV cells that are empty are missing values; there is no other missing-value marker.
-In Parquet, nulls are the missing values; a folder is read file by file (errors name the file).
+value. Missing values are empty CSV cells, nulls (Parquet, DataFrames), NaN, and cells that are
+exactly one of the schema's ``missing_tokens`` (in numeric and coded columns, once stripped of
+spaces, as numbers are; there the text ``nan`` is missing too). A column whose schema allows
+them (``missing=True``) reads them as its missing code; in any other they are bad values.
+A Parquet folder is read file by file (errors name the file).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Union
 import numpy as np
 import pandas as pd
 
-from synth._kernels.scan import pack_column, parse_int_lines
+from synth._kernels.scan import EMPTY, pack_column, parse_int_lines
 from synth.data.counts import Counts, count_encoded, plan_scan
 from synth.data.schema import (
     Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value,
@@ -114,6 +117,15 @@ class _Problems:
             self.first = (i, describe(i))
         self.mask |= bad
 
+    def merge(self, part: _Problems, rows: np.ndarray) -> None:
+        """Add the problems of a part of the column: its row i is row ``rows[i]`` here."""
+        if part.first is None:
+            return
+        self.mask[rows] |= part.mask
+        i = int(rows[part.first[0]])
+        if self.first is None or i < self.first[0]:
+            self.first = (i, part.first[1])
+
 
 def encode(
     frame: pd.DataFrame,
@@ -143,7 +155,8 @@ def encode(
     for j, column in enumerate(selected):
         _check_kind(frame[column.name], column, source)
         problems = _Problems(len(frame))
-        codes[:, j], clipped_rows[column.name] = _encode_column(frame[column.name], column, problems)
+        codes[:, j], clipped_rows[column.name] = _encode_column(frame[column.name], column, problems,
+                                                                selected.missing_tokens)
         if problems.first is not None:
             if bad_rows == "error":
                 row, message = problems.first
@@ -171,32 +184,104 @@ def _plain_codes(frame: pd.DataFrame, selected: Schema) -> np.ndarray | None:
 def _arrow_codes(batch, selected: Schema) -> np.ndarray | None:
     """``_plain_codes`` of an Arrow record batch, straight from its integer buffers (no pandas
     frame: that conversion took longer than the Parquet decoding); None where a column is not
-    plain integers without nulls."""
+    plain integers, or holds nulls where its schema allows no missing value (a null in a
+    column that allows one is its missing code)."""
     import pyarrow as pa
+
+    nulls: dict[str, np.ndarray] = {}
 
     def integers(name: str) -> np.ndarray | None:
         array = batch.column(name)
-        return array.to_numpy() if pa.types.is_integer(array.type) and array.null_count == 0 else None
+        if not pa.types.is_integer(array.type):
+            return None
+        if array.null_count == 0:
+            return array.to_numpy()
+        if not selected[name].missing:
+            return None
+        nulls[name] = array.is_null().to_numpy(zero_copy_only=False)
+        return array.fill_null(0).to_numpy()
 
-    return _checked_codes(integers, batch.num_rows, selected)
+    return _checked_codes(integers, batch.num_rows, selected, nulls)
 
 
-def _checked_codes(integers: Callable[[str], np.ndarray | None], rows: int, selected: Schema) -> np.ndarray | None:
+def _checked_codes(integers: Callable[[str], np.ndarray | None], rows: int, selected: Schema,
+                   nulls: dict[str, np.ndarray] | None = None,
+                   empty_is_missing: bool = False) -> np.ndarray | None:
     """The codes of ``rows`` rows from each column's plain integers (``integers(name)``, None
     where they are not), or None unless every column is coded and in range (one pass a
-    column: ``synth._kernels.scan.pack_column``)."""
+    column: ``synth._kernels.scan.pack_column``). The rows of ``nulls[name]`` (set when
+    ``integers(name)`` is called) get the column's missing code, and so, with
+    ``empty_is_missing``, do the values -1 (the plain CSV reader's empty fields) of a column
+    that allows missing values."""
     if not all(isinstance(column, Coded) for column in selected):
         return None
     codes = np.empty((rows, len(selected)), dtype=code_dtype(selected), order="F")
     for j, column in enumerate(selected):
         values = integers(column.name)
-        if values is None or pack_column(values, column.size, codes, j) >= 0:
+        empty = column.missing_code if empty_is_missing and column.missing else -1
+        if values is None or pack_column(values, column.n_values, codes, j, empty) >= 0:
             return None
+        if nulls and column.name in nulls:
+            codes[nulls[column.name], j] = column.missing_code
     return codes
 
 
-def _encode_column(series: pd.Series, column: Column, problems: _Problems) -> tuple[np.ndarray, np.ndarray]:
+def _encode_column(series: pd.Series, column: Column, problems: _Problems,
+                   tokens: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Codes of one column (0 where a row is bad) and the mask of rows clipped into an edge bin.
+
+    Missing cells (``_absent``) get the missing code where the column has one, and are bad
+    rows where it has none; the other cells are read by ``_encode_values``."""
+    absent = _absent(series, column, tokens) if (column.missing or tokens) else None
+    if absent is None or not absent.any():
+        return _encode_values(series, column, problems)
+    if not column.missing:
+        problems.add(absent, lambda i: _missing_message(series.iloc[i]))
+    codes = np.full(len(series), column.missing_code if column.missing else 0, dtype=np.int64)
+    clipped = np.zeros(len(series), dtype=bool)
+    rows = np.flatnonzero(~absent)
+    if rows.size:
+        part = _Problems(rows.size)
+        codes[rows], clipped[rows] = _encode_values(series.iloc[rows], column, part)
+        problems.merge(part, rows)
+    return codes, clipped
+
+
+def _absent(series: pd.Series, column: Column, tokens: tuple[str, ...]) -> np.ndarray:
+    """Where a column's cells are missing: null or NaN, or a text exactly one of ``tokens``
+    (stripped of spaces first in a numeric or coded column, as its numbers are; there the
+    text ``nan`` too, which pandas reads as NaN)."""
+    absent = np.array(series.isna().to_numpy(dtype=bool, na_value=True))  # a copy: pandas' may be read-only
+    kind = getattr(series.dtype, "kind", "O")
+    if kind in "biufcmM":  # numbers, booleans, times: no text to compare
+        return absent
+    text_column = isinstance(column, Categorical) and not column.numeric_labels
+    if text_column:
+        if tokens:
+            absent |= series.isin(tokens).to_numpy(dtype=bool, na_value=False)
+        return absent
+    marks = set(tokens)
+
+    def missing_text(cell) -> bool:
+        if not isinstance(cell, str):
+            return False
+        text = cell.strip()
+        return text in marks or (column.missing and text.lower() == "nan")
+
+    absent |= np.asarray(series.map(missing_text, na_action="ignore").to_numpy(dtype=object, na_value=False),
+                         dtype=bool)
+    return absent
+
+
+def _missing_message(cell) -> str:
+    """The problem of a missing cell in a column that allows none."""
+    shown = "" if cell is None or (isinstance(cell, float) and np.isnan(cell)) or cell is pd.NA or \
+        cell is pd.NaT else f" ({_shown(cell)})"
+    return f"missing value{shown}"
+
+
+def _encode_values(series: pd.Series, column: Column, problems: _Problems) -> tuple[np.ndarray, np.ndarray]:
+    """``_encode_column`` of cells that are not missing (or in a column that allows none).
 
     Booleans read as the labels 'False' and 'True' in a text categorical column, as 0 and 1 in
     a coded or numeric-labelled one; a numeric (binned) column refuses them."""
@@ -217,12 +302,15 @@ def _encode_column(series: pd.Series, column: Column, problems: _Problems) -> tu
         return codes, np.asarray(clipped, dtype=bool)
     if isinstance(column, Coded):
         fractional = ~problems.mask & (values != np.floor(values))
-        problems.add(fractional, lambda i: f"value {shown(i)} is not an integer code (domain 0..{column.size - 1})")
+        problems.add(fractional,
+                     lambda i: f"value {shown(i)} is not an integer code (domain 0..{column.n_values - 1})")
         return _check_codes(np.where(problems.mask, 0, values), column, problems, shown).astype(np.int64), none
     labels = np.array([float(v) for v in column.values])
     order = np.argsort(labels)
     at = np.clip(np.searchsorted(labels[order], values), 0, len(labels) - 1)
     found = problems.mask | (labels[order][at] == values)
+    if column.other is not None:  # a number that is no label reads as the column's 'other'
+        return np.where(problems.mask, 0, np.where(found, order[at], column.other_code)), none
     problems.add(~found, lambda i: f"unknown category {shown(i)}; allowed: {_list_preview(column.values)}")
     return np.where(found & ~problems.mask, order[at], 0), none
 
@@ -241,10 +329,10 @@ def _check_codes(values: np.ndarray, column: Coded, problems: _Problems,
                  shown: Callable[[int], str] | None = None) -> np.ndarray:
     """``values`` with rows outside ``0..size-1`` marked bad (and set to 0); ``shown(i)``
     quotes row i in the message (default: its value)."""
-    outside = (values < 0) | (values >= column.size)
+    outside = (values < 0) | (values >= column.n_values)
     if values.size and outside.any():
         shown = shown or (lambda i: _shown(values[i]))
-        problems.add(outside, lambda i: f"value {shown(i)} is outside the domain 0..{column.size - 1}")
+        problems.add(outside, lambda i: f"value {shown(i)} is outside the domain 0..{column.n_values - 1}")
         values = np.where(outside, 0, values)
     return values
 
@@ -279,6 +367,8 @@ def _encode_labels(series: pd.Series, column: Categorical, problems: _Problems) 
             mapping[k] = column.code_of(label)
         except ValueError:
             pass
+    if column.other is not None:  # a value that is no label reads as the column's 'other'
+        mapping[mapping < 0] = column.other_code
     codes = np.zeros(len(raw), dtype=np.int64)
     codes[~missing] = mapping[raw[~missing]]  # not mapping[raw]: no categories at all when every cell is missing
     unknown = codes < 0
@@ -586,16 +676,35 @@ def _encode_csv(handle, source, header: list[str], selected: Schema, chunk_rows:
                              header_read):
         if isinstance(frame, np.ndarray):  # the plain reader's values, a column a row
             values = frame
-            codes = _checked_codes(lambda name: values[names.index(name)], values.shape[1], selected)
+            codes = _checked_codes(lambda name: values[names.index(name)], values.shape[1], selected,
+                                   empty_is_missing=True)
             if codes is not None:
                 rows += values.shape[1]
                 yield Encoded(selected, codes)
                 continue
-            frame = pd.DataFrame(values.T, columns=names, copy=False)
+            frame = _plain_frame(values, selected)
         encoded = encode(frame[names], selected, source=source, first_row=rows + 1, bad_rows=bad_rows)
         encoded.dropped += frame.attrs.get("skipped_lines", 0)
         rows += len(frame)
         yield encoded
+
+
+def _plain_frame(values: np.ndarray, selected: Schema) -> pd.DataFrame:
+    """The plain reader's values (shape (columns, rows)) as a DataFrame; in a column that may
+    hold missing values, its empty fields (``EMPTY``) as nulls (a nullable integer column)."""
+    columns = {}
+    for k, column in enumerate(selected):
+        if column.missing:
+            columns[column.name] = pd.arrays.IntegerArray(values[k].copy(), values[k] == EMPTY)
+        else:
+            columns[column.name] = values[k]
+    return pd.DataFrame(columns, copy=False)
+
+
+def _plain_ok(selected: Schema) -> bool:
+    """Whether the plain reader may read a CSV under ``selected``: not when a missing token is
+    written in digits (it would read as a number)."""
+    return not any(token.isascii() and token.isdigit() for token in selected.missing_tokens)
 
 
 def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes: dict, chunk_rows: int,
@@ -605,7 +714,7 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
     as DataFrames by pandas (``csv_chunks``) from the first chunk that holds anything else.
     ``header_read``: the handle starts after the header (or holds none)."""
     rows = 0
-    if PLAIN_CSV and not dtypes and (header_read or _plain_header(handle)):  # numbers only: fast reader
+    if PLAIN_CSV and not dtypes and _plain_ok(selected) and (header_read or _plain_header(handle)):  # numbers only
         for values in _plain_values(handle, header, selected, chunk_rows):
             if isinstance(values, int):  # a line it does not take: pandas reads on from that chunk
                 handle.seek(values)
@@ -618,7 +727,8 @@ def _csv_frames(handle, path: Path, header: list[str], selected: Schema, dtypes:
     elif not header_read:
         handle.seek(0)  # pandas reads the header itself
     yield from csv_chunks(handle, path, dtype=dtypes, chunk_rows=chunk_rows, skip_long_lines=skip_long_lines,
-                          names=header if header_read else None, rows_before=rows)
+                          names=header if header_read else None, rows_before=rows,
+                          missing_tokens=selected.missing_tokens)
 
 
 def _plain_header(handle) -> bool:
@@ -648,6 +758,7 @@ def _plain_values(handle, header: list[str], selected: Schema, chunk_rows: int) 
     in Dask's workers.)"""
     names = list(selected.names)
     field_column = np.array([names.index(name) if name in names else -1 for name in header], dtype=np.int64)
+    empty_ok = np.array([column.missing for column in selected], dtype=np.bool_)
     buffer = np.empty(2 * PLAIN_READ_BYTES, dtype=np.uint8)
     length = 0  # bytes held
     offset = handle.tell()  # of buffer[0] in the file
@@ -663,7 +774,8 @@ def _plain_values(handle, header: list[str], selected: Schema, chunk_rows: int) 
             read = handle.readinto(memoryview(buffer)[length: length + PLAIN_READ_BYTES])
             final = not read
             length += read or 0
-        rows, end, wide = parse_int_lines(buffer[:length], at, len(header), field_column, values, final)
+        rows, end, wide = parse_int_lines(buffer[:length], at, len(header), field_column, values, final,
+                                          empty_ok if empty_ok.any() else None)
         if rows < 0 or (wide and not _utf8(buffer[at:end].tobytes())):
             yield offset + at
             return
@@ -685,9 +797,10 @@ def _utf8(data: bytes) -> bool:
 
 
 def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-               skip_long_lines: bool = False, names: list[str] | None = None, rows_before: int = 0
-               ) -> Iterator[pd.DataFrame]:
-    """DataFrames of up to ``chunk_rows`` rows of an open CSV, every column, strictly parsed.
+               skip_long_lines: bool = False, names: list[str] | None = None, rows_before: int = 0,
+               missing_tokens: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
+    """DataFrames of up to ``chunk_rows`` rows of an open CSV, every column, strictly parsed;
+    empty cells and cells that are exactly one of ``missing_tokens`` read as NaN.
 
     Strict: a row with more fields than the header is an error (pandas would drop the extras
     under ``usecols``, or turn a long first row into an index) unless ``skip_long_lines``, and
@@ -716,7 +829,7 @@ def csv_chunks(handle, path: object, *, dtype=None, chunk_rows: int = DEFAULT_CH
                     reader = pd.read_csv(
                         handle,
                         dtype=dtype,
-                        na_values=[""],
+                        na_values=["", *missing_tokens],
                         keep_default_na=False,
                         index_col=False,
                         skip_blank_lines=False,
@@ -903,11 +1016,21 @@ def scan(
 
 
 def decode(codes: np.ndarray, schema: Schema) -> pd.DataFrame:
-    """Rows of codes back to values: labels, integer codes, or numeric bin midpoints."""
+    """Rows of codes back to values: labels, integer codes, or numeric bin midpoints. The
+    missing code is a null: None among labels, NaN among midpoints, and a coded column that
+    may hold it is a nullable integer column (``Int64``), so its codes stay integers."""
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[1] != len(schema):
         raise ValueError(f"codes must have shape (n, {len(schema)}), got {codes.shape}")
     for j, column in enumerate(schema):
         if codes.shape[0] and (codes[:, j].min() < 0 or codes[:, j].max() >= column.size):
             raise ValueError(f"column {column.name!r}: codes must lie in 0..{column.size - 1}")
-    return pd.DataFrame({c.name: c.decode(codes[:, j]) for j, c in enumerate(schema)})
+    return pd.DataFrame({c.name: _decoded(c, codes[:, j]) for j, c in enumerate(schema)})
+
+
+def _decoded(column: Column, codes: np.ndarray):
+    """``column.decode(codes)``; a coded column's with its missing code as ``pd.NA`` (``Int64``)."""
+    if isinstance(column, Coded) and column.missing:
+        codes = np.asarray(codes, dtype=np.int64)
+        return pd.arrays.IntegerArray(codes, codes == column.missing_code)
+    return column.decode(codes)

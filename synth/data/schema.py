@@ -8,6 +8,11 @@ so). Three column kinds:
   the last bin closed. Values outside ``[e_0, e_k]`` are clipped into the edge bins.
 * ``Coded``: data already integer-coded ``0..size-1`` (private-pgm domain files).
 
+Any column may also hold **missing values** (``missing=True``): its domain then has one more
+code, the last (``column.missing_code``), so ``column.size`` is ``column.n_values + 1``. An
+empty cell, a null, NaN, or one of the schema's ``missing_tokens`` (such as ``"?"``) reads
+as that code; it is written back as an empty cell (or the first token).
+
 The universe U is the product of the column sizes; a row's cell index is the mixed-radix
 (row-major, last column fastest) number of its codes.
 """
@@ -26,7 +31,8 @@ import numpy as np
 from synth._io import atomic_write, read_json
 from synth.errors import SchemaError
 
-__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "format_value", "shown_value"]
+__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "check_missing_tokens", "format_value",
+           "shown_value"]
 
 _INT64_MAX = 2**63 - 1
 #: The most codes a column may have: its one-way table is the largest synth counts
@@ -98,17 +104,81 @@ def _runs(codes: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
+#: How ``describe`` shows the missing code.
+MISSING_TEXT = "missing"
+
+
+def _check_missing(name: str, missing: Any) -> None:
+    if not isinstance(missing, (bool, np.bool_)):
+        raise SchemaError(f"column {name!r}: missing ({missing!r}) must be true or false")
+
+
+def _check_total(column: Any) -> None:
+    """Refuse a column whose codes, the missing one included, pass ``MAX_COLUMN_SIZE``."""
+    if column.size > MAX_COLUMN_SIZE:
+        raise SchemaError(f"column {column.name!r}: {column.size:,} codes (the missing one included) are too many: "
+                          f"a column may have at most {MAX_COLUMN_SIZE:,}")
+
+
+class _MissingCode:
+    """What every column kind shares about its codes: ``n_values`` codes that stand for values
+    (``0..n_values-1``) and, when ``missing``, one more, the last, for a missing value."""
+
+    @property
+    def size(self) -> int:
+        """The domain size: every code, the missing one included."""
+        return self.n_values + int(self.missing)
+
+    @property
+    def missing_code(self) -> int | None:
+        """The code of a missing value (the last), or None when the column has none."""
+        return self.n_values if self.missing else None
+
+    def _split(self, codes: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``codes`` without the missing code, and whether it was among them."""
+        codes = np.asarray(codes)
+        if not self.missing:
+            return codes, False
+        present = codes != self.n_values
+        return codes[present], not bool(present.all())
+
+    def _missing_code_of(self) -> int:
+        if not self.missing:
+            raise ValueError('value null: the column holds no missing value (give it "missing": true in the '
+                             "schema to allow one)")
+        return self.n_values
+
+    def _refuse_missing_bounds(self, lo: Any, hi: Any) -> None:
+        if lo is None or hi is None:
+            raise ValueError(f"range [{lo!r}, {hi!r}]: a missing value (null) lies in no range; "
+                             "select it with null itself")
+
+    def _with_missing(self, text: str | None, has_missing: bool) -> str:
+        """``describe``: ``text`` (of the value codes; None when there are none), and the
+        missing code when it is among the codes."""
+        if not has_missing:
+            return text or ""
+        return f"{self.name} = {MISSING_TEXT}" if text is None else f"{text} or {MISSING_TEXT}"
+
+
 @dataclass(frozen=True)
-class Categorical:
-    """A column with an explicit, ordered list of labels (code i is ``values[i]``)."""
+class Categorical(_MissingCode):
+    """A column with an explicit, ordered list of labels (code i is ``values[i]``).
+
+    ``other``, when given, is one of the labels: a data value that is no label reads as it
+    (the rest of a derived column's values), instead of being a bad value."""
 
     name: str
     values: tuple
+    missing: bool = field(default=False, kw_only=True)
+    other: Any = field(default=None, kw_only=True)
     kind: ClassVar[str] = "categorical"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", tuple(self.values))
         _check_name(self.name)
+        _check_missing(self.name, self.missing)
+        object.__setattr__(self, "missing", bool(self.missing))
         if not self.values:
             raise SchemaError(f"column {self.name!r}: a categorical column needs at least one value")
         for value in self.values:
@@ -122,9 +192,19 @@ class Categorical:
             if key in seen:
                 raise SchemaError(f"column {self.name!r}: value {value!r} is listed twice")
             seen.add(key)
+        if self.other is not None and (not (isinstance(self.other, str) or _is_number(self.other))
+                                       or _label_key(self.other) not in seen):
+            raise SchemaError(f"column {self.name!r}: other ({self.other!r}) must be one of its values")
+        _check_total(self)
 
     @property
-    def size(self) -> int:
+    def other_code(self) -> int | None:
+        """The code data values that are no label read as (``other``), or None."""
+        return None if self.other is None else self.code_of(self.other)
+
+    @property
+    def n_values(self) -> int:
+        """Codes that stand for a label (every code but the missing one)."""
         return len(self.values)
 
     @property
@@ -133,7 +213,10 @@ class Categorical:
         return all(_is_number(v) for v in self.values)
 
     def code_of(self, value: Any) -> int:
-        """The code of one label; ``ValueError`` naming the allowed labels if unknown."""
+        """The code of one label (None: the missing code); ``ValueError`` naming the allowed
+        labels if unknown."""
+        if value is None:  # JSON null
+            return self._missing_code_of()
         lookup = self._lookup
         key = _label_key(value) if (isinstance(value, str) or _is_number(value)) else None
         if key in lookup:
@@ -144,6 +227,7 @@ class Categorical:
 
     def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
         """Codes of the labels from ``lo`` to ``hi`` inclusive, in the schema's label order."""
+        self._refuse_missing_bounds(lo, hi)
         a, b = self.code_of(lo), self.code_of(hi)
         if a > b:
             raise ValueError(
@@ -152,20 +236,35 @@ class Categorical:
         return np.arange(a, b + 1)
 
     def describe(self, codes: np.ndarray) -> str:
-        labels = [format_value(self.values[c]) for c in codes.tolist()]
+        labels = [self._shown_label(c) for c in np.asarray(codes).tolist()]
         if len(labels) == 1:
             return f"{self.name} = {labels[0]}"
         return f"{self.name} in {{{', '.join(labels)}}}"
 
+    def _shown_label(self, code: int) -> str:
+        if code == self.missing_code:
+            return MISSING_TEXT
+        text = format_value(self.values[code])
+        return json.dumps(text) if self.missing and text == MISSING_TEXT else text  # the label, not the code
+
     def to_query_value(self, codes: np.ndarray) -> Any:
-        labels = [self.values[c] for c in codes.tolist()]
+        labels = [None if c == self.missing_code else self.values[c] for c in np.asarray(codes).tolist()]
         return labels[0] if len(labels) == 1 else labels
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        return np.asarray(self.values, dtype=object)[codes]
+        """The labels of ``codes`` (an object array; None for the missing code)."""
+        labels = self.values + (None,) if self.missing else self.values
+        out = np.empty(len(labels), dtype=object)
+        out[:] = labels
+        return out[codes]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "type": self.kind, "values": list(self.values)}
+        out = {"name": self.name, "type": self.kind, "values": list(self.values)}
+        if self.missing:
+            out["missing"] = True
+        if self.other is not None:
+            out["other"] = self.other
+        return out
 
     @property
     def _lookup(self) -> dict:
@@ -186,21 +285,24 @@ class Categorical:
 
 
 @dataclass(frozen=True)
-class Numeric:
+class Numeric(_MissingCode):
     """A numeric column cut into bins by explicit edges (code i is ``[e_i, e_{i+1})``).
 
     The last bin is closed, ``[e_{k-1}, e_k]``. Data values below ``e_0`` or above ``e_k`` are
     clipped into the first or last bin and counted as clipped. Decoding gives each bin's
-    midpoint.
+    midpoint. With ``missing``, code ``k`` (after the last bin) is a missing value.
     """
 
     name: str
     edges: tuple
+    missing: bool = field(default=False, kw_only=True)
     kind: ClassVar[str] = "numeric"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "edges", tuple(self.edges))
         _check_name(self.name)
+        _check_missing(self.name, self.missing)
+        object.__setattr__(self, "missing", bool(self.missing))
         if len(self.edges) < 2:
             raise SchemaError(f"column {self.name!r}: a numeric column needs at least two bin edges")
         for edge in self.edges:
@@ -211,9 +313,11 @@ class Numeric:
                 raise SchemaError(
                     f"column {self.name!r}: bin edges must increase strictly, but {a!r} is followed by {b!r}"
                 )
+        _check_total(self)
 
     @property
-    def size(self) -> int:
+    def n_values(self) -> int:
+        """The bins (every code but the missing one)."""
         return len(self.edges) - 1
 
     @property
@@ -224,12 +328,14 @@ class Numeric:
         """Bin codes for finite ``values`` and a mask of the values clipped into an edge bin."""
         edges = self.edge_array
         codes = np.searchsorted(edges, values, side="right") - 1
-        np.clip(codes, 0, self.size - 1, out=codes)
+        np.clip(codes, 0, self.n_values - 1, out=codes)
         clipped = (values < edges[0]) | (values > edges[-1])
         return codes, clipped
 
     def code_of(self, value: Any) -> int:
-        """The bin that holds ``value``; it must lie within the edges."""
+        """The bin that holds ``value``; it must lie within the edges (None: the missing code)."""
+        if value is None:  # JSON null
+            return self._missing_code_of()
         if not _is_number(value):
             raise ValueError(f"value {value!r} is not a number")
         if not self.edges[0] <= value <= self.edges[-1]:
@@ -241,6 +347,7 @@ class Numeric:
 
     def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
         """Bins that lie wholly inside ``[lo, hi]`` (so a count never includes values outside)."""
+        self._refuse_missing_bounds(lo, hi)
         for v in (lo, hi):
             if not _is_number(v):
                 raise ValueError(f"range bound {v!r} is not a number")
@@ -256,80 +363,118 @@ class Numeric:
         return inside
 
     def interval(self, first: int, last: int) -> str:
-        close = "]" if last == self.size - 1 else ")"
+        close = "]" if last == self.n_values - 1 else ")"
         return f"[{format_value(self.edges[first])}, {format_value(self.edges[last + 1])}{close}"
 
     def describe(self, codes: np.ndarray) -> str:
-        return f"{self.name} in " + " or ".join(self.interval(a, b) for a, b in _runs(codes))
+        present, has_missing = self._split(codes)
+        intervals = " or ".join(self.interval(a, b) for a, b in _runs(present))
+        return self._with_missing(f"{self.name} in {intervals}" if intervals else None, has_missing)
 
     def to_query_value(self, codes: np.ndarray) -> Any:
-        runs = _runs(codes)
+        present, has_missing = self._split(codes)
+        if has_missing:  # left edges (each picks its own bin) and null
+            return [self.edges[c] for c in present.tolist()] + [None] if present.size else None
+        runs = _runs(present)
         if len(runs) == 1:
             first, last = runs[0]
             return {"range": [self.edges[first], self.edges[last + 1]]}
-        return [self.edges[c] for c in codes.tolist()]  # left edges: each picks its own bin
+        return [self.edges[c] for c in present.tolist()]  # left edges: each picks its own bin
 
     def midpoints(self) -> np.ndarray:
         edges = self.edge_array
         return (edges[:-1] + edges[1:]) / 2
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        return self.midpoints()[codes]
+        """The bins' midpoints (float64; NaN for the missing code)."""
+        middles = self.midpoints()
+        return (np.append(middles, np.nan) if self.missing else middles)[codes]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "type": self.kind, "edges": list(self.edges)}
+        out = {"name": self.name, "type": self.kind, "edges": list(self.edges)}
+        if self.missing:
+            out["missing"] = True
+        return out
 
 
-@dataclass(frozen=True)
-class Coded:
-    """A column already integer-coded as ``0..size-1`` (private-pgm domain files)."""
+@dataclass(frozen=True, init=False, repr=False)
+class Coded(_MissingCode):
+    """A column already integer-coded as ``0..size-1`` (private-pgm domain files).
+
+    ``Coded(name, size, missing=True)`` has ``size`` codes that are values and one more,
+    ``size``, for a missing value: its ``size`` property (the domain size) is then
+    ``size + 1``, while its schema JSON keeps ``"size"`` as the number of value codes and adds
+    ``"missing": true``. ``n_values`` is the number of value codes either way.
+    """
 
     name: str
-    size: int
+    n_values: int
+    missing: bool = False
     kind: ClassVar[str] = "coded"
 
-    def __post_init__(self) -> None:
-        _check_name(self.name)
-        problem = _size_problem(self.size)
+    def __init__(self, name: str, size: int, *, missing: bool = False) -> None:
+        _check_name(name)
+        problem = _size_problem(size)
         if problem:
-            raise SchemaError(f"column {self.name!r}: {problem}")
-        object.__setattr__(self, "size", int(self.size))
+            raise SchemaError(f"column {name!r}: {problem}")
+        _check_missing(name, missing)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "n_values", int(size))
+        object.__setattr__(self, "missing", bool(missing))
+        _check_total(self)
+
+    def __repr__(self) -> str:
+        return f"Coded(name={self.name!r}, size={self.n_values!r}" + (", missing=True)" if self.missing else ")")
 
     def code_of(self, value: Any) -> int:
+        if value is None:  # JSON null
+            return self._missing_code_of()
         if not _is_integer(value):
             raise ValueError(f"value {value!r} is not an integer code")
-        if not 0 <= value < self.size:
-            raise ValueError(f"value {value!r} is outside the domain 0..{self.size - 1}")
+        if not 0 <= value < self.n_values:
+            raise ValueError(f"value {value!r} is outside the domain 0..{self.n_values - 1}")
         return int(value)
 
     def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
+        self._refuse_missing_bounds(lo, hi)
         for v in (lo, hi):
             if not _is_integer(v):
                 raise ValueError(f"range bound {v!r} is not an integer code")
         if lo > hi:
             raise ValueError(f"range [{lo!r}, {hi!r}] has lo > hi")
-        a, b = max(int(lo), 0), min(int(hi), self.size - 1)
+        a, b = max(int(lo), 0), min(int(hi), self.n_values - 1)
         if a > b:
-            raise ValueError(f"range [{lo!r}, {hi!r}] lies outside the domain 0..{self.size - 1}")
+            raise ValueError(f"range [{lo!r}, {hi!r}] lies outside the domain 0..{self.n_values - 1}")
         return np.arange(a, b + 1)
 
     def describe(self, codes: np.ndarray) -> str:
-        runs = _runs(codes)
-        if len(runs) == 1 and runs[0][0] == runs[0][1]:
+        present, has_missing = self._split(codes)
+        runs = _runs(present)
+        if not has_missing and len(runs) == 1 and runs[0][0] == runs[0][1]:
             return f"{self.name} = {runs[0][0]}"
         if len(runs) == 1 and runs[0][1] - runs[0][0] >= 2:
-            return f"{self.name} in {runs[0][0]}..{runs[0][1]}"
-        return f"{self.name} in {{{', '.join(map(str, codes.tolist()))}}}"
+            return self._with_missing(f"{self.name} in {runs[0][0]}..{runs[0][1]}", has_missing)
+        if not runs:
+            return self._with_missing(None, has_missing)
+        shown = [*map(str, present.tolist()), *([MISSING_TEXT] if has_missing else [])]
+        return f"{self.name} in {{{', '.join(shown)}}}"
 
     def to_query_value(self, codes: np.ndarray) -> Any:
-        values = codes.tolist()
+        values = [None if c == self.missing_code else c for c in np.asarray(codes).tolist()]
         return values[0] if len(values) == 1 else values
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        return np.asarray(codes, dtype=np.int64)
+        """The codes themselves (int64); with ``missing``, float64 with NaN for the missing code."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if not self.missing:
+            return codes
+        return np.where(codes == self.n_values, np.nan, codes)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "type": self.kind, "size": self.size}
+        out = {"name": self.name, "type": self.kind, "size": self.n_values}
+        if self.missing:
+            out["missing"] = True
+        return out
 
 
 def _size_problem(size: Any) -> str | None:
@@ -358,11 +503,17 @@ class Schema:
 
     ``inferred`` marks a schema read off the data itself (``synth schema infer``): its
     categories and bin edges are then NOT private, and every private run says so.
+
+    ``missing_tokens`` are cell texts that stand for a missing value (``("?",)``), besides the
+    empty cell, null and NaN, which always do: in a column with ``missing=True`` they read as
+    its missing code, in any other they are refused as missing values. A synthetic CSV writes
+    the missing code as the first token (an empty cell when there is none).
     """
 
     columns: tuple
     rows: int | None = None
     inferred: bool = False
+    missing_tokens: tuple = ()
     _positions: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -384,6 +535,7 @@ class Schema:
             raise SchemaError(f"rows ({self.rows!r}) must be a non-negative integer (at most 2^63 - 1) or absent")
         if not isinstance(self.inferred, bool):
             raise SchemaError(f"inferred ({self.inferred!r}) must be true or false")
+        object.__setattr__(self, "missing_tokens", _checked_tokens(self.missing_tokens, columns))
 
     # -- shape ---------------------------------------------------------------------------
     @property
@@ -428,7 +580,8 @@ class Schema:
             if name in seen:
                 raise SchemaError(f"column {name!r} is selected twice")
             seen.add(name)
-        return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred)
+        return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred,
+                      missing_tokens=self.missing_tokens)
 
     def select(self, columns: str | Sequence[str] | None) -> Schema:
         """``project`` from a comma-separated string or a list; ``None`` keeps every column."""
@@ -470,6 +623,8 @@ class Schema:
         out: dict[str, Any] = {"version": 1, "columns": [c.to_dict() for c in self.columns]}
         if self.rows is not None:
             out["rows"] = int(self.rows)
+        if self.missing_tokens:
+            out["missing_tokens"] = list(self.missing_tokens)
         if self.inferred:
             out["inferred"] = True
             out["description"] = INFERRED_DESCRIPTION
@@ -498,7 +653,11 @@ class Schema:
             raise SchemaError(f"{source}: 'columns' must be a non-empty list of column objects")
         columns = [_column_from_dict(entry, i, source) for i, entry in enumerate(entries)]
         try:
-            return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False))
+            tokens = obj.get("missing_tokens", [])
+            if not isinstance(tokens, list):
+                raise SchemaError(f"'missing_tokens' must be a list of strings, got {tokens!r}")
+            return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False),
+                       missing_tokens=tuple(tokens))
         except SchemaError as exc:
             raise SchemaError(f"{source}: {exc}") from None
 
@@ -517,7 +676,37 @@ class Schema:
             handle.write(self.to_json_text())
 
 
-_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred"}
+_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred", "missing_tokens"}
+
+
+def _checked_tokens(tokens: Any, columns: tuple) -> tuple[str, ...]:
+    """``check_missing_tokens``, and none of them a categorical column's label (a cell could
+    not be told to be one or the other)."""
+    tokens = check_missing_tokens(tokens)
+    for column in columns:
+        if isinstance(column, Categorical):
+            clash = [v for v in column.values if isinstance(v, str) and v in tokens]
+            if clash:
+                raise SchemaError(f"column {column.name!r}: label {clash[0]!r} is also a missing token; drop it "
+                                  "from the values (give the column \"missing\": true) or from missing_tokens")
+    return tokens
+
+
+def check_missing_tokens(tokens: Any) -> tuple[str, ...]:
+    """Missing-value tokens as a tuple, checked (``SchemaError``): distinct non-empty strings
+    without surrounding spaces (the empty cell is always missing)."""
+    if isinstance(tokens, str) or not isinstance(tokens, (tuple, list)):
+        raise SchemaError(f"missing_tokens ({tokens!r}) must be a list of strings, such as [\"?\"]")
+    tokens = tuple(tokens)
+    for token in tokens:
+        if not isinstance(token, str) or not token:
+            raise SchemaError(f"missing token {token!r} must be a non-empty string "
+                              "(an empty cell is always missing)")
+        if token != token.strip():
+            raise SchemaError(f"missing token {token!r} has spaces around it; give it as {token.strip()!r}")
+    if len(set(tokens)) != len(tokens):
+        raise SchemaError(f"missing_tokens {list(tokens)!r} lists a token twice")
+    return tokens
 
 
 def _is_domain(obj: dict) -> bool:
@@ -566,13 +755,18 @@ def _column_from_dict(entry: Any, position: int, source: object) -> Column:
     if not isinstance(kind, str) or kind not in _KINDS:  # a list or an object is not even hashable
         raise SchemaError(f"{where}: type {kind!r} must be one of: {', '.join(_KINDS)}")
     field_name = {"categorical": "values", "numeric": "edges", "coded": "size"}[kind]
-    _check_keys(entry, {"name", "type", field_name}, where, "column")
+    _check_keys(entry, {"name", "type", field_name, "missing"} | ({"other"} if kind == "categorical" else set()),
+                where, "column")
     if field_name not in entry:
         raise SchemaError(f"{where}: a {kind} column needs '{field_name}'")
     value = entry[field_name]
     if field_name != "size" and not isinstance(value, list):
         raise SchemaError(f"{where}: '{field_name}' must be a list, got {value!r}")
+    missing = entry.get("missing", False)
+    if not isinstance(missing, bool):
+        raise SchemaError(f"{where}: 'missing' must be true or false, got {missing!r}")
+    extra = {"other": entry["other"]} if "other" in entry else {}
     try:
-        return _KINDS[kind](name, value)
+        return _KINDS[kind](name, value, missing=missing, **extra)
     except SchemaError as exc:
         raise SchemaError(f"{source}: {exc}") from None

@@ -14,7 +14,9 @@ Workload JSON::
 A scalar means equality, a list means membership, ``{"range": [lo, hi]}`` is inclusive in the
 column's value order: codes for coded columns, label order for categorical ones; for numeric
 columns the bins that lie wholly inside ``[lo, hi]``. A scalar on a numeric column picks the
-bin that holds it. ``"where": {}`` counts every row. ``{"marginal": [columns]}`` stands for
+bin that holds it. ``null`` (alone or in a list) is the missing value of a column whose schema
+allows one (``"missing": true``); no range holds it.
+``"where": {}`` counts every row. ``{"marginal": [columns]}`` stands for
 every cell of that marginal, one query each (row-major in schema column order): a workload of
 millions of cells stays a few lines, and is answered without building a query per cell.
 """
@@ -401,6 +403,4 @@ def _allowed_codes(column, condition: Any) -> np.ndarray:
         if not condition:
             raise ValueError("an empty list allows no value")
         return np.unique(np.array([column.code_of(v) for v in condition], dtype=np.int64))
-    if condition is None:
-        raise ValueError("value null is not allowed (a missing value cannot be queried)")
-    return np.array([column.code_of(condition)], dtype=np.int64)
+    return np.array([column.code_of(condition)], dtype=np.int64)  # null: the missing code, if the column has one

@@ -9,7 +9,9 @@ Three steps, each usable alone:
    about ``SAMPLE_BLOCK_ROWS`` (``split_counts`` deals the counts into blocks), so writing
    10^8 rows holds one block, not every row;
 3. ``decode_rows``: codes back to values: labels, integer codes, and for numeric columns a
-   value drawn uniformly inside the row's bin (or the bin midpoint, as ``synth.data.reading.decode``).
+   value drawn uniformly inside the row's bin (or the bin midpoint, as ``synth.data.reading.decode``);
+   a missing code is a null (written as an empty CSV cell, or the schema's first missing token,
+   and as a Parquet null).
 
 ``write_synthetic`` runs all three and writes a CSV (or Parquet) file atomically, sampling one
 block and decoding one chunk at a time. Every random step takes ``rng: Generator | int | None`` (see ``synth.privacy.rng``);
@@ -64,7 +66,9 @@ def decode_rows(
     every edge of the column is written as an integer (``18``, not ``18.0``; ``synth infer``
     writes integer edges for integer data), the draw is an integer, uniform over
     ``lo .. hi - 1`` (``lo .. hi`` in the last bin, which is closed). Every value read back
-    under the schema lands in its own bin.
+    under the schema lands in its own bin. A column's missing code gives a null: None among
+    labels, NaN among float values, ``pd.NA`` in a nullable integer column (``Int64``: coded
+    columns and integer-edged draws, so their values stay integers).
 
     The uniform draws take one double per numeric cell, row by row, so decoding a table in
     chunks with one generator gives the same values as decoding it at once.
@@ -85,15 +89,24 @@ def _integer_edges(column: Numeric) -> bool:
     return all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in column.edges)
 
 
-def _uniform_in_bins(column: Numeric, codes: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """A value per row uniform in its bin, from ``u`` uniform in [0, 1)."""
+def _uniform_in_bins(column: Numeric, codes: np.ndarray, u: np.ndarray):
+    """A value per row uniform in its bin, from ``u`` uniform in [0, 1) (a draw is taken for
+    every row, so a missing one does not shift the others'). The missing code gives a null:
+    NaN among floats, ``pd.NA`` in a nullable integer column (``Int64``) for integer edges."""
+    absent = codes == column.missing_code if column.missing else None
+    if absent is not None:
+        codes = np.where(absent, 0, codes)
     edges = column.edge_array
     lo, hi = edges[codes], edges[codes + 1]
     if _integer_edges(column):
-        width = hi - lo + (codes == column.size - 1)  # the last bin is closed
-        return (lo + np.minimum(np.floor(u * width), width - 1)).astype(np.int64)
+        width = hi - lo + (codes == column.n_values - 1)  # the last bin is closed
+        values = (lo + np.minimum(np.floor(u * width), width - 1)).astype(np.int64)
+        return values if absent is None else pd.arrays.IntegerArray(values, absent)
     values = lo + u * (hi - lo)
-    return np.minimum(values, np.nextafter(hi, lo))  # rounding could reach hi, which is the next bin
+    values = np.minimum(values, np.nextafter(hi, lo))  # rounding could reach hi, which is the next bin
+    if absent is not None:
+        values[absent] = np.nan
+    return values
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -135,7 +148,7 @@ def estimated_row_bytes(schema: Schema) -> float:
         elif isinstance(column, Numeric):
             width += max(len(str(e)) for e in column.edges) + (0 if _integer_edges(column) else 12)
         else:
-            width += len(str(column.size - 1))
+            width += len(str(column.n_values - 1))
     return width + len(schema)
 
 
@@ -237,7 +250,7 @@ def write_synthetic(
     mode, options = ("wb", {}) if parquet else ("w", {"newline": "", "encoding": "utf-8"})
     opened = contextlib.nullcontext(path) if stream else atomic_write(path, mode, **options)
     with opened as handle:
-        write = _parquet_writer(handle, schema, numeric) if parquet else _csv_writer(handle)
+        write = _parquet_writer(handle, schema, numeric) if parquet else _csv_writer(handle, schema)
         for frame in chunks:
             write(frame)
             done += len(frame)
@@ -248,11 +261,14 @@ def write_synthetic(
     return done
 
 
-def _csv_writer(handle) -> Callable[[pd.DataFrame], None]:
+def _csv_writer(handle, schema: Schema) -> Callable[[pd.DataFrame], None]:
+    """Writes frames as CSV under one header; a missing value as an empty cell, or as the
+    schema's first missing token (the table then reads as the one the schema was written for)."""
     first = [True]
+    missing = schema.missing_tokens[0] if schema.missing_tokens else ""
 
     def write(frame: pd.DataFrame) -> None:
-        frame.to_csv(handle, header=first[0], index=False, lineterminator="\n")
+        frame.to_csv(handle, header=first[0], index=False, lineterminator="\n", na_rep=missing)
         first[0] = False
 
     return write
@@ -288,7 +304,7 @@ def _parquet_writer(handle, schema: Schema, numeric: str) -> Callable[[pd.DataFr
             writer.close()
             return
         for name in as_text:
-            frame[name] = frame[name].map(str)
+            frame[name] = frame[name].map(str, na_action="ignore")  # a missing label stays null
         writer.write_table(pa.Table.from_pandas(frame, schema=arrow_schema, preserve_index=False))
 
     return write
