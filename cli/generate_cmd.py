@@ -203,6 +203,11 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     for message in release.warnings:
         warn(message)
     model, accountant, lines = release.model, release.accountant, release.summary
+    total = _with_derivation(selected, mechanism, accountant)
+    if total is not None:  # the schema was derived under DP: the release's record counts that cost too
+        import dataclasses
+
+        model = dataclasses.replace(model, privacy=total)
     import numpy as np
 
     from synth._io import output_group
@@ -228,8 +233,27 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     n_text = f"n={model.rows:,.0f} ({'public' if model.rows_public else 'noisy count, bought from the budget'})"
     note(f"{mechanism}: privacy spent epsilon={spent.epsilon:.6g}, delta={spent.delta:g} of epsilon={epsilon:g}; "
          f"{n_text}")
+    if total is not None:
+        derived = selected.derivation
+        note(f"total with the schema's derivation (epsilon={derived['epsilon']:.6g}, delta={derived['delta']:g}): "
+             f"epsilon={total['spent']['epsilon']:.6g}, delta={total['spent']['delta']:g} (basic composition); "
+             "the model file records both")
     where = "stdout" if output == "-" else output
     note(f"wrote {written:,} synthetic rows to {where}" + (f"; model saved to {model_file}" if model_file else ""))
+
+
+def _with_derivation(schema, mechanism: str, accountant) -> dict | None:
+    """The privacy record of the schema's derivation (when it was derived under DP) followed by
+    this run, or None for a public schema."""
+    record = schema.derivation
+    if not record:
+        return None
+    from synth.privacy.accounting import Accountant, sequential_record
+
+    if not record.get("privacy"):
+        raise click.ClickException("the schema says it was derived under DP but carries no ledger of what that "
+                                   "spent: derive it again with synth schema infer --epsilon")
+    return sequential_record([("schema derivation", Accountant.from_dict(record["privacy"])), (mechanism, accountant)])
 
 
 #: A synthetic table from the default row count larger than this must be asked for by size.

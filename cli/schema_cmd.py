@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import columns_option, load_schema, note, output_option, warn, write_output
+from ._common import DELTA, EPSILON, columns_option, load_schema, note, output_option, seed_option, warn, write_output
 from ._outputs import check_outputs, force_option
 
 
@@ -20,36 +20,70 @@ def schema() -> None:
 
 
 @schema.command("infer")
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @output_option("Where to write the schema JSON")
-@click.option("--max-categories", default=32, show_default=True, type=click.IntRange(1),
-              help="Numeric columns with at most this many distinct values become categorical.")
-@click.option("--bins", default=10, show_default=True, type=click.IntRange(1),
-              help="Equal-width bins for other numeric columns.")
+@click.option("--epsilon", type=EPSILON, default=None,
+              help="Derive the schema under differential privacy with this budget (its cost is recorded in the "
+                   "schema, and a run that uses it counts it). Without it the schema is read off the data: NOT "
+                   "private.")
+@click.option("--delta", type=DELTA, default=None,
+              help="With --epsilon: delta of the derivation (default 1e-9). Partition selection keeps a value "
+                   "held by one row with probability at most this (shared over the columns).")
+@click.option("--schema", "partial", type=click.Path(exists=True, dir_okay=False),
+              help="With --epsilon: a schema of the columns you can describe publicly; they are kept as they are "
+                   "and cost nothing, the others are derived.")
+@click.option("--bounds", "bounds", multiple=True, metavar="COLUMN=LOW:HIGH",
+              help="With --epsilon: public bounds of a numeric column (repeatable), e.g. age=0:120; otherwise "
+                   "they are derived privately (values outside are clipped into the edge bins).")
+@click.option("--max-categories", type=click.IntRange(1),
+              help="Without --epsilon: numeric columns with at most this many distinct values become categorical "
+                   "(default 32).")
+@click.option("--bins", type=click.IntRange(1),
+              help="Bins per numeric column: by DP quantiles with --epsilon (default 32; a spike gets its own), "
+                   "else equal-width (default 10).")
 @click.option("--missing-token", "missing_tokens", multiple=True, metavar="TOKEN",
               help="A cell text that means a missing value, such as '?' (repeatable); empty cells always do. "
                    "Recorded in the schema.")
+@seed_option
 @columns_option
 @force_option
-def infer(data: str, output: str, max_categories: int, bins: int, missing_tokens: tuple[str, ...],
-          columns: str | None, force: bool) -> None:
-    """Build a schema from DATA.csv. NOT differentially private: review it.
+def infer(data: str, output: str, epsilon: float | None, delta: float | None, partial: str | None,
+          bounds: tuple[str, ...], max_categories: int | None, bins: int | None, missing_tokens: tuple[str, ...],
+          seed: int | None, columns: str | None, force: bool) -> None:
+    """Build a schema from DATA: under differential privacy with --epsilon, else NOT private.
 
-    The categories and bin edges are read off the private data itself, so the schema can
-    leak information (a rare category reveals that someone has it). Review it, or replace
-    it with public knowledge, before any release. The schema records that it was inferred,
-    and every private run that uses it warns about it. A column with empty cells (or
-    --missing-token cells) gets "missing": true: its missing values are a value of its own.
+    With --epsilon (and --delta) every column you have not described (--schema, --bounds) is
+    derived privately: its kind from a noisy count of its cells' kinds; a categorical column's
+    values by partition selection (a value held by few rows never appears; the rest read as
+    "other"); a numeric column's bounds from noisy magnitudes and its bins by DP quantiles.
+    Columns whose values are almost all distinct (names, ticket numbers, ids) are left out.
+    Every derived column may hold missing values. The schema records what was derived, how,
+    and the cost; synth generate counts that cost in its run's total.
+
+    Without --epsilon the categories and bin edges are read off the private data itself, so
+    the schema can leak information (a rare category reveals that someone has it): review
+    it, or replace it with public knowledge, before any release. It records that it was
+    inferred, and every private run that uses it warns. A column with empty cells (or
+    --missing-token cells) gets "missing": true.
 
     \b
-    Example:
+    Examples:
+      synth schema infer people.csv --epsilon 0.2 --delta 1e-9 --bounds age=0:120 -o schema.json
+      synth schema infer people.csv --epsilon 0.2 --schema known-columns.json -o schema.json
       synth schema infer people.csv -o schema.json
       synth schema infer adult-raw.csv --missing-token '?' -o schema.json
     """
-    check_outputs({"DATA": data}, {"-o": output}, force)
+    check_outputs({"DATA": data, **({"--schema": partial} if partial else {})}, {"-o": output}, force)
+    if epsilon is not None:
+        _derive(data, output, epsilon, delta, partial, bounds, max_categories, bins, missing_tokens, seed, columns)
+        return
+    given = [name for name, value in (("--delta", delta), ("--schema", partial), ("--bounds", bounds or None),
+                                      ("--seed", seed)) if value is not None]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} apply to a private derivation: add --epsilon")
     from synth.data.infer import infer_schema
 
-    result = infer_schema(data, max_categories=max_categories, bins=bins, columns=columns,
+    result = infer_schema(data, max_categories=max_categories or 32, bins=bins or 10, columns=columns,
                           missing_tokens=missing_tokens)
     write_output(output, lambda handle: handle.write(result.to_json_text()))
     if output != "-":
@@ -57,8 +91,38 @@ def infer(data: str, output: str, max_categories: int, bins: int, missing_tokens
     warn(
         "this schema was learnt from the private data and is NOT differentially private: "
         "its categories and bin edges can reveal rows. Review it or replace it with public "
-        "knowledge before releasing anything built on it."
+        "knowledge before releasing anything built on it (--epsilon derives one privately)."
     )
+
+
+#: The derivation's delta when --epsilon comes without --delta.
+DEFAULT_DERIVE_DELTA = 1e-9
+
+
+def _derive(data, output, epsilon, delta, partial, bounds, max_categories, bins, missing_tokens, seed, columns):
+    """``schema infer --epsilon``: the schema derived under DP, with its record."""
+    if max_categories is not None:
+        raise click.UsageError("--max-categories applies without --epsilon (a derived column's values are those "
+                               "partition selection keeps)")
+    from synth.data.derive import DEFAULT_BINS, derive_schema, parse_bounds
+    from synth.data.schema import Schema
+
+    try:
+        public_bounds = parse_bounds(bounds)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bounds") from None
+    delta = DEFAULT_DERIVE_DELTA if delta is None else delta
+    public = Schema.load(partial) if partial else ()
+    derived = derive_schema(data, epsilon, delta, public=public, bounds=public_bounds, bins=bins or DEFAULT_BINS,
+                            missing_tokens=missing_tokens, columns=columns.split(",") if columns else None, rng=seed)
+    write_output(output, lambda handle: handle.write(derived.schema.to_json_text()))
+    for line in derived.describe():
+        note(line)
+    if output != "-":
+        note(f"wrote the schema of {len(derived.schema)} columns to {output}: (epsilon={derived.epsilon:.3g}, "
+             f"delta={derived.delta:.3g})-DP; a run that uses it adds this cost to its own")
+    if seed is not None:
+        warn(f"--seed {seed}: the derivation's noise is reproducible by anyone who knows the seed (for testing only)")
 
 
 @schema.command("show")

@@ -435,7 +435,7 @@ def _check_header(names: list[str], schema: Schema, selected: Schema, source: ob
                                         MAY_QUOTE))
         seen.add(name)
     for name in names:
-        if name not in schema:
+        if name not in schema and name not in schema.ignored:
             raise DataError(non_private(locate(f"column {_shown(name)}: is not in the schema (schema columns: "
                                                f"{', '.join(schema.names)})", file=source), MAY_QUOTE))
     for name in selected.names:

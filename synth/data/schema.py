@@ -508,12 +508,19 @@ class Schema:
     empty cell, null and NaN, which always do: in a column with ``missing=True`` they read as
     its missing code, in any other they are refused as missing values. A synthetic CSV writes
     the missing code as the first token (an empty cell when there is none).
+
+    ``ignored`` names columns of the data the schema knows of and leaves out (identifiers, free
+    text): readers skip them instead of refusing the table. ``derivation`` is the record of a
+    schema derived under DP (``synth.data.derive``): what was derived, how, and its cost, which
+    a run that uses the schema counts in its total.
     """
 
     columns: tuple
     rows: int | None = None
     inferred: bool = False
     missing_tokens: tuple = ()
+    ignored: tuple = ()
+    derivation: dict | None = field(default=None, compare=False, hash=False)
     _positions: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -536,6 +543,13 @@ class Schema:
         if not isinstance(self.inferred, bool):
             raise SchemaError(f"inferred ({self.inferred!r}) must be true or false")
         object.__setattr__(self, "missing_tokens", _checked_tokens(self.missing_tokens, columns))
+        object.__setattr__(self, "ignored", tuple(self.ignored))
+        for name in self.ignored:
+            if not isinstance(name, str) or name in positions:
+                raise SchemaError(f"ignored column {name!r} must be a name that is not a schema column")
+        if self.derivation is not None and not (isinstance(self.derivation, dict)
+                                                and _finite_cost(self.derivation)):
+            raise SchemaError("derivation must be a record with a finite, non-negative 'epsilon' and 'delta'")
 
     # -- shape ---------------------------------------------------------------------------
     @property
@@ -581,7 +595,7 @@ class Schema:
                 raise SchemaError(f"column {name!r} is selected twice")
             seen.add(name)
         return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred,
-                      missing_tokens=self.missing_tokens)
+                      missing_tokens=self.missing_tokens, ignored=self.ignored, derivation=self.derivation)
 
     def select(self, columns: str | Sequence[str] | None) -> Schema:
         """``project`` from a comma-separated string or a list; ``None`` keeps every column."""
@@ -628,6 +642,10 @@ class Schema:
         if self.inferred:
             out["inferred"] = True
             out["description"] = INFERRED_DESCRIPTION
+        if self.ignored:
+            out["ignored"] = list(self.ignored)
+        if self.derivation is not None:
+            out["derivation"] = self.derivation
         return out
 
     @classmethod
@@ -656,8 +674,11 @@ class Schema:
             tokens = obj.get("missing_tokens", [])
             if not isinstance(tokens, list):
                 raise SchemaError(f"'missing_tokens' must be a list of strings, got {tokens!r}")
+            ignored = obj.get("ignored", [])
+            if not isinstance(ignored, list):
+                raise SchemaError(f"'ignored' must be a list of column names, got {ignored!r}")
             return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False),
-                       missing_tokens=tuple(tokens))
+                       missing_tokens=tuple(tokens), ignored=tuple(ignored), derivation=obj.get("derivation"))
         except SchemaError as exc:
             raise SchemaError(f"{source}: {exc}") from None
 
@@ -676,7 +697,15 @@ class Schema:
             handle.write(self.to_json_text())
 
 
-_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred", "missing_tokens"}
+_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred", "missing_tokens", "ignored", "derivation"}
+
+
+def _finite_cost(record: dict) -> bool:
+    """Whether a derivation record states its cost: finite epsilon and delta, both >= 0."""
+    try:
+        return all(math.isfinite(float(record[k])) and float(record[k]) >= 0 for k in ("epsilon", "delta"))
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _checked_tokens(tokens: Any, columns: tuple) -> tuple[str, ...]:

@@ -1,0 +1,150 @@
+"""A schema derived under DP from a raw table: kinds, values, bounds and bins, at a stated cost."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.data.derive import OTHER, derive_schema, parse_bounds
+from synth.data.schema import Categorical, Numeric, Schema
+from synth.errors import SchemaError
+
+
+def passengers(rows: int = 3000, seed: int = 0) -> pd.DataFrame:
+    """A passenger list as people have one: ids, unique names, tickets, ages with empty cells,
+    cabins mostly empty, a long-tailed fare, and a few rare ports."""
+    rng = np.random.default_rng(seed)
+    age = rng.normal(30, 14, rows).clip(0, 80).round()
+    ages = np.where(rng.random(rows) < 0.2, "", age.astype(int).astype(str))
+    cabin = np.where(rng.random(rows) < 0.8, "", np.char.add("C", rng.integers(1, 150, rows).astype(str)))
+    port = rng.choice(["S", "C", "Q"], rows, p=[0.7, 0.2, 0.1]).astype(object)
+    port[:3] = ["Atlantis", "Lemuria", "Mu"]  # each held by one row: must never appear
+    fare = np.where(rng.random(rows) < 0.05, 0.0, np.round(rng.lognormal(3, 1, rows), 2))
+    return pd.DataFrame({
+        "PassengerId": np.arange(1, rows + 1),
+        "Name": [f"Passenger, Mr. Number{i}" for i in range(rows)],
+        "Sex": rng.choice(["male", "female"], rows),
+        "Pclass": rng.choice([1, 2, 3], rows),
+        "Age": ages,
+        "Ticket": [f"T{rng.integers(10**6)}" for _ in range(rows)],
+        "Fare": fare,
+        "Cabin": cabin,
+        "Embarked": port,
+    })
+
+
+def test_a_passenger_list_keeps_no_rare_value_and_leaves_identifiers_out():
+    frame = passengers()
+    derived = derive_schema(frame, 1.0, 1e-9, bounds={"Age": (0, 100)}, rng=1)
+    schema = derived.schema
+    assert set(derived.excluded) >= {"PassengerId", "Name", "Ticket"}
+    assert "PassengerId" not in schema and "Name" not in schema
+    counts = {name: frame[name].astype(str).value_counts() for name in frame.columns}
+    for column in schema:
+        if isinstance(column, Categorical):
+            for value in column.values:
+                if value != column.other:
+                    assert counts[column.name].get(value, 0) >= 20, (column.name, value)
+    assert set(schema["Sex"].values) == {"male", "female", OTHER} and schema["Sex"].missing
+    assert {"Atlantis", "Lemuria", "Mu"}.isdisjoint(schema["Embarked"].values)
+    age = schema["Age"]
+    assert isinstance(age, Numeric) and age.missing and all(float(e).is_integer() for e in age.edges)
+    assert age.edges[0] == 0 and age.edges[-1] == 100
+    fare = schema["Fare"]  # bounds derived privately: inside the data's range, powers of two
+    assert isinstance(fare, Numeric) and fare.edges[0] >= 0 and fare.edges[-1] <= 2 ** 12
+    spent = derived.accountant.spent()
+    assert spent.epsilon <= 1.0 and spent.delta <= 1e-9 and spent.epsilon == pytest.approx(1.0, rel=1e-9)
+    assert (derived.epsilon, derived.delta) == (spent.epsilon, spent.delta)
+    assert "PassengerId" not in derived.columns  # left out by its header, before anything was spent on it
+    assert schema.ignored == tuple(derived.excluded) and schema.derivation == derived.record()
+
+
+def test_a_spike_gets_its_own_bin_and_the_bins_follow_the_mass():
+    rng = np.random.default_rng(3)
+    gain = np.where(rng.random(20000) < 0.92, 0, rng.integers(1, 100000, 20000))
+    derived = derive_schema(pd.DataFrame({"gain": gain}), 2.0, 1e-9, bounds={"gain": (0, 100000)}, bins=16, rng=2)
+    edges = derived.schema["gain"].edges
+    assert edges[0] == 0 and edges[1] == 1 and edges[-1] == 100000  # zeros alone in [0, 1)
+    assert len(edges) >= 4  # the tail is cut too
+    uniform = derive_schema(pd.DataFrame({"u": rng.integers(0, 1000, 20000)}), 2.0, 1e-9, bounds={"u": (0, 1000)},
+                            bins=10, rng=3).schema["u"].edges
+    widths = np.diff(uniform)
+    assert len(uniform) == 11 and widths.max() < 2.5 * widths.min()
+
+
+def test_public_input_is_taken_as_given_and_costs_nothing():
+    frame = passengers(1500)
+    sex = Categorical("Sex", ("female", "male"))
+    derived = derive_schema(frame, 1.0, 1e-9, public=[sex], bounds={"Fare": (0, 600)},
+                            columns=["Sex", "Fare", "Pclass"], rng=4)
+    assert derived.schema["Sex"] is sex and derived.public == ["Sex"] and "Sex" not in derived.columns
+    fare = derived.schema["Fare"]
+    assert fare.edges[0] == 0 and fare.edges[-1] == 600
+    assert "public bounds" in derived.columns["Fare"]["how"]
+    assert set(derived.columns) == {"Fare", "Pclass"}
+    record = derived.record()
+    assert record["epsilon"] == pytest.approx(1.0) and record["public"] == ["Sex"]
+
+
+def test_deriving_needs_delta_and_known_columns():
+    frame = passengers(200)
+    with pytest.raises(SchemaError, match="needs delta > 0"):
+        derive_schema(frame, 1.0, 0.0)
+    with pytest.raises(SchemaError, match="'Fair' is described but the data has no such column"):
+        derive_schema(frame, 1.0, 1e-9, bounds={"Fair": (0, 1)})
+    with pytest.raises(ValueError, match="must read COLUMN=LOW:HIGH"):
+        parse_bounds(["age=10"])
+    assert parse_bounds(["age=0:120", "x=y=-1.5:2"]) == {"age": (0.0, 120.0), "x=y": (-1.5, 2.0)}
+
+
+def test_a_derived_schema_reads_its_own_table(tmp_path):
+    """Rows with rare values read as 'other', empty cells as missing: nothing is dropped."""
+    from synth.data.reading import read
+
+    frame = passengers(2000)
+    path = tmp_path / "p.csv"
+    frame.to_csv(path, index=False)
+    derived = derive_schema(path, 1.0, 1e-9, bounds={"Age": (0, 100)}, rng=5)
+    encoded = read(path, derived.schema)  # the identifiers it left out are skipped
+    assert encoded.n_rows == 2000
+    embarked = derived.schema["Embarked"]
+    codes = encoded.codes[:, derived.schema.index("Embarked")]
+    assert (codes[:3] == embarked.values.index(embarked.other)).all()
+    age = derived.schema["Age"]
+    assert (encoded.codes[:, derived.schema.index("Age")] == age.size - 1).mean() == pytest.approx(
+        (frame["Age"] == "").mean())
+    again = Schema.from_dict(derived.schema.to_dict())  # the schema file round-trips, record and all
+    assert again == derived.schema and again.derivation == derived.record() and again.ignored == derived.schema.ignored
+
+
+def test_the_cli_derives_a_schema_and_generate_counts_its_cost(tmp_path):
+    """schema infer --epsilon writes a schema with its record; generate on it adds that cost to
+    its own, in the summary and the model file; no rare value reaches the synthetic table and
+    no row is dropped for an empty cell."""
+    from click.testing import CliRunner
+
+    from synth.models.model import Model
+    from synth_cli.main import main
+
+    frame = passengers(4000, seed=7)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    run = CliRunner().invoke
+    result = run(main, ["schema", "infer", str(tmp_path / "p.csv"), "--epsilon", "1", "--delta", "1e-9",
+                        "--bounds", "Age=0:100", "--seed", "3", "-o", str(tmp_path / "s.json")])
+    assert result.exit_code == 0, result.output
+    assert "schema derived under DP: epsilon=1, delta=" in result.stderr and "Name: left out" in result.stderr
+    schema = Schema.load(tmp_path / "s.json")
+    assert schema.derivation["epsilon"] == pytest.approx(1.0) and "Name" in schema.ignored
+    result = run(main, ["generate", str(tmp_path / "p.csv"), "--schema", str(tmp_path / "s.json"), "--epsilon", "1",
+                        "--seed", "4", "-o", str(tmp_path / "out.csv"), "--model", str(tmp_path / "m.npz")])
+    assert result.exit_code == 0, result.output
+    assert "total with the schema's derivation (epsilon=1, delta=" in result.stderr
+    privacy = Model.load(tmp_path / "m.npz").privacy
+    assert privacy["spent"]["epsilon"] == pytest.approx(2.0) and privacy["budget"]["epsilon"] == pytest.approx(2.0)
+    assert any(c["note"].startswith("schema derivation: Age") for c in privacy["charges"])
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, dtype=str)
+    assert set(out.columns) == set(schema.names)
+    assert {"Atlantis", "Lemuria", "Mu"}.isdisjoint(out["Embarked"])
+    assert abs((out["Age"] == "").mean() - 0.2) < 0.05  # missing ages come back as empty cells, in share
+    refused = run(main, ["schema", "infer", str(tmp_path / "p.csv"), "--bounds", "Age=0:100", "-o",
+                         str(tmp_path / "t.json")])
+    assert refused.exit_code == 2 and "--bounds apply to a private derivation: add --epsilon" in refused.stderr
