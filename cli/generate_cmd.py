@@ -25,7 +25,6 @@ from ._common import (
     progress,
     quiet_option,
     representation_option,
-    schema_option,
     seed_option,
     storage_options,
     test_option,
@@ -42,6 +41,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
 #: generate's options by what they are for, and by engine (its --help lists them so).
 HELP_SECTIONS = {
     "Input": ("schema_file", "workload_file", "columns", "bad_rows", "scheduler"),
+    "Schema derived under DP (no --schema)": ("schema_share", "bounds", "missing_tokens"),
     "Privacy": ("epsilon", "delta", "rows", "count_epsilon", "seed"),
     "Engine": ("mechanism", "representation", "max_model_cells", "beta"),
     "MWEM (--mechanism mwem, the default)": ("noise", "selection", "rounds", "measure", "select_share", "passes",
@@ -54,7 +54,16 @@ HELP_SECTIONS = {
 
 @click.command(cls=SectionedCommand, sections=HELP_SECTIONS)
 @click.argument("data", type=click.Path(exists=True, dir_okay=True))
-@schema_option
+@click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
+              help="Schema JSON (public knowledge of the columns), or a private-pgm domain file {column: size}. "
+                   "Without it a schema is derived under DP with --schema-share of the budget (needs --delta).")
+@click.option("--schema-share", type=CheckedFloat("check_probability", "schema-share"), default=None,
+              help="Without --schema: the share of --epsilon and --delta spent deriving the schema (default 0.2); "
+                   "the run gets the rest.")
+@click.option("--bounds", "bounds", multiple=True, metavar="COLUMN=LOW:HIGH",
+              help="Without --schema: public bounds of a numeric column (repeatable), e.g. age=0:120.")
+@click.option("--missing-token", "missing_tokens", multiple=True, metavar="TOKEN",
+              help="Without --schema: a cell text that means a missing value, such as '?' (repeatable).")
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
               help="Workload JSON: the queries the synthetic table should answer well (default: every 3-way "
                    "marginal of the columns, as in the Python API; the run says so).")
@@ -139,7 +148,7 @@ HELP_SECTIONS = {
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
-def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise, rows, count_epsilon, selection, rounds,
+def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_file, mechanism, epsilon, delta, noise, rows, count_epsilon, selection, rounds,
              measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
@@ -177,13 +186,21 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind, representation, max_model_cells, noise)
     storage_options(representation, max_model_cells)
-    check_outputs({"DATA": data, "--schema": schema_file, **({"--workload": workload_file} if workload_file else {}),
+    check_outputs({"DATA": data, **({"--schema": schema_file} if schema_file else {}), **({"--workload": workload_file} if workload_file else {}),
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
     from synth.models.synthetic import check_output_format
 
     check_output_format(output)  # before any work
-    full, selected = load_schema(schema_file, columns)
+    if schema_file is None:
+        full, selected, epsilon, delta = _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens,
+                                                         columns, seed)
+    else:
+        given = [n for n, v in (("--schema-share", schema_share), ("--bounds", bounds or None),
+                                ("--missing-token", missing_tokens or None)) if v is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} apply without --schema (a schema derived under DP)")
+        full, selected = load_schema(schema_file, columns)
     queries = load_workload(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
@@ -240,6 +257,34 @@ def generate(data, schema_file, workload_file, mechanism, epsilon, delta, noise,
              "the model file records both")
     where = "stdout" if output == "-" else output
     note(f"wrote {written:,} synthetic rows to {where}" + (f"; model saved to {model_file}" if model_file else ""))
+
+
+def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed):
+    """Without --schema: a schema derived under DP with ``schema_share`` of the budget; the
+    schema, its selection, and the epsilon and delta left for the run."""
+    import numpy as np
+
+    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema, parse_bounds
+    from synth.privacy.accounting import subtract_epsilon
+
+    if not delta > 0:
+        raise click.UsageError("without --schema the schema is derived under DP, which needs --delta > 0 (e.g. "
+                               "--delta 1e-9: partition selection keeps a value held by one row with probability at "
+                               "most its share); or give --schema with what you know publicly")
+    try:
+        public_bounds = parse_bounds(bounds)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bounds") from None
+    share = DEFAULT_SCHEMA_SHARE if schema_share is None else schema_share
+    derived = derive_schema(data, share * epsilon, share * delta, bounds=public_bounds, missing_tokens=missing_tokens,
+                            columns=columns.split(",") if columns else None,
+                            rng=None if seed is None else np.random.default_rng([seed, 2]))
+    note(f"no --schema: deriving one under DP with {share:g} of the budget (--schema-share); give --schema (a partial "
+         "one is fine, through synth schema infer --epsilon --schema) or --bounds for what you know publicly")
+    for line in derived.describe():
+        note(line)
+    left_delta = delta - derived.delta
+    return derived.schema, derived.schema, subtract_epsilon(epsilon, derived.epsilon), max(left_delta, 0.0)
 
 
 def _with_derivation(schema, mechanism: str, accountant) -> dict | None:

@@ -16,6 +16,7 @@ noisy count is bought from the budget.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -29,7 +30,9 @@ from synth.data.workload import Workload
 from synth.engines.registry import make_config, make_engine, options_of
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.models.model import Model
-from synth.privacy.accounting import Budget
+from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
+from synth.privacy.accounting import Budget, sequential_record, subtract_epsilon
+from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
 __all__ = ["Synthesizer", "MECHANISMS"]
@@ -84,9 +87,11 @@ class Synthesizer:
         return cls(mechanism, epsilon, **kwargs)
 
     # -- the private step ------------------------------------------------------------------
-    def fit(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike,
+    def fit(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike | None = None,
             workload: Workload | dict | str | os.PathLike | None = None, *,
-            columns: str | list[str] | None = None, bad_rows: str = "error") -> Synthesizer:
+            columns: str | list[str] | None = None, bad_rows: str = "error",
+            bounds: dict[str, tuple[float, float]] | None = None, missing_tokens: tuple[str, ...] = (),
+            schema_share: float = DEFAULT_SCHEMA_SHARE) -> Synthesizer:
         """Read ``data`` once and release a model; spends the whole budget.
 
         ``data`` is a pandas or Dask DataFrame, or the path of a CSV file, a Parquet file or a
@@ -95,15 +100,31 @@ class Synthesizer:
         ``bad_rows="drop"`` leaves out rows with a value outside the schema (how many is never
         reported: it is private); ``"error"`` stops at the first, with a message that quotes
         it. A second ``fit`` is refused: this synthesizer's budget is spent.
+
+        Without a ``schema`` one is derived under DP (``synth.data.derive``) with
+        ``schema_share`` of epsilon and delta (delta must be > 0), taking ``bounds`` (public
+        numeric bounds) and ``missing_tokens``; the release's privacy record counts both parts.
         """
         if self.model is not None:
             raise SynthError(f"this synthesizer has already spent its budget (epsilon={self.epsilon:g}) on a fit; "
                              "create a new one for another release (and count both budgets)")
+        budget, derivation = self.budget, None
+        if schema is None:
+            if isinstance(data, pd.DataFrame) or isinstance(data, (str, os.PathLike)):
+                derivation = derive_schema(_data_source(data), schema_share * budget.epsilon,
+                                           schema_share * budget.delta, bounds=bounds, missing_tokens=missing_tokens,
+                                           columns=columns.split(",") if isinstance(columns, str) else columns,
+                                           rng=_child(self._rng))
+            else:
+                raise SynthError("a schema is derived from a pandas DataFrame or a file: give schema= for a Dask one")
+            budget = Budget(subtract_epsilon(budget.epsilon, derivation.epsilon),
+                            max(budget.delta - derivation.delta, 0.0))
+            schema = derivation.schema
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)
         queries = _workload(workload, selected)
         engine = make_engine(self.config, selected, queries, **self.inputs)
-        engine.plan(self.budget)  # public checks of the budget against the plan, before the data is read
+        engine.plan(budget)  # public checks of the budget against the plan, before the data is read
         from synth.data.dask_scan import is_dask_frame
         from synth.data.reading import check_bad_rows, scan
 
@@ -116,14 +137,18 @@ class Synthesizer:
             counts = scan(_data_source(data), full, queries.subsets, columns=columns, bad_rows=bad_rows)  # one pass
         if full.inferred:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
-        self.model = engine.run(counts, self.budget, self._rng).model
+        release = engine.run(counts, budget, self._rng)
+        self.model = release.model
+        if derivation is not None:  # the release's record counts the schema's derivation too
+            record = sequential_record([("schema derivation", derivation.accountant),
+                                        (self.mechanism, release.accountant)])
+            self.model = dataclasses.replace(self.model, privacy=record)
         return self
 
-    def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike, workload=None,
-                   *, columns: str | list[str] | None = None, n_rows: int | None = None,
-                   bad_rows: str = "error") -> pd.DataFrame:
-        """``fit`` then ``sample``."""
-        return self.fit(data, schema, workload, columns=columns, bad_rows=bad_rows).sample(n_rows)
+    def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike | None = None,
+                   workload=None, *, n_rows: int | None = None, **fit_options: Any) -> pd.DataFrame:
+        """``fit`` (with ``fit_options``: ``columns``, ``bad_rows``, ``bounds``...) then ``sample``."""
+        return self.fit(data, schema, workload, **fit_options).sample(n_rows)
 
     # -- post-processing -------------------------------------------------------------------
     def sample(self, n_rows: int | None = None, *, method: str = "round", numeric: str = "uniform",
@@ -160,6 +185,14 @@ class Synthesizer:
         if self.model is None:
             raise SynthError("call fit() first: there is no release yet")
         return self.model
+
+
+def _child(rng: np.random.Generator | int | None) -> np.random.Generator | None:
+    """A generator for the schema's derivation apart from the run's: a seed gets a child seed
+    (so the two parts never draw the same noise), a generator is shared (it moves on)."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng([int(make_rng(rng).integers(2**63)), 2])
 
 
 def _workload(workload, schema: Schema) -> Workload:

@@ -318,8 +318,9 @@ def test_generate_help_groups_every_option_by_engine():
     assert result.exit_code == 0
     titles = [line[:-1] for line in result.output.splitlines()
               if line and not line[0].isspace() and line.endswith(":") and not line.startswith("Usage")]
-    assert titles == ["Input", "Privacy", "Engine", "MWEM (--mechanism mwem, the default)", "PMW (--mechanism pmw)",
-                      "BLR (--mechanism blr)", "Output", "Other options"]
+    assert titles == ["Input", "Schema derived under DP (no --schema)", "Privacy", "Engine",
+                      "MWEM (--mechanism mwem, the default)", "PMW (--mechanism pmw)", "BLR (--mechanism blr)", "Output",
+                      "Other options"]
     section = {title: result.output.split(f"\n{title}:\n")[1].split("\n\n")[0] for title in titles}
     assert "--rounds" in section["MWEM (--mechanism mwem, the default)"]
     assert "--updates" in section["PMW (--mechanism pmw)"] and "--rounds" not in section["PMW (--mechanism pmw)"]

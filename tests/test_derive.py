@@ -148,3 +148,47 @@ def test_the_cli_derives_a_schema_and_generate_counts_its_cost(tmp_path):
     refused = run(main, ["schema", "infer", str(tmp_path / "p.csv"), "--bounds", "Age=0:100", "-o",
                          str(tmp_path / "t.json")])
     assert refused.exit_code == 2 and "--bounds apply to a private derivation: add --epsilon" in refused.stderr
+
+
+def test_the_synthesizer_derives_a_schema_when_none_is_given():
+    """fit(df) with no schema: a schema derived under DP with a share of the budget; the
+    release's record counts both parts and stays within the budget; delta must be > 0."""
+    import synth
+
+    frame = passengers(3000, seed=9)
+    synthesizer = synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-6, rng=11)
+    out = synthesizer.fit_sample(frame, bounds={"Age": (0, 100)}, columns=["Sex", "Pclass", "Age", "Embarked"])
+    assert list(out.columns) == ["Sex", "Pclass", "Age", "Embarked"] and len(out) > 2500
+    spent = synthesizer.privacy_spent
+    assert spent["epsilon"] <= 1.0 and spent["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    notes = [c["note"] for c in synthesizer.model.privacy["charges"]]
+    assert any(n.startswith("schema derivation: Age") for n in notes) and any(n.startswith("mwem:") for n in notes)
+    assert synthesizer.model.schema.derivation["epsilon"] == pytest.approx(0.2)
+    with pytest.raises(SchemaError, match="needs delta > 0"):
+        synth.Synthesizer.create("mwem", epsilon=1.0).fit(frame)
+
+
+def test_generate_without_a_schema_derives_one_with_a_stated_share(tmp_path):
+    from click.testing import CliRunner
+
+    from synth.models.model import Model
+    from synth_cli.main import main
+
+    passengers(3000, seed=12).to_csv(tmp_path / "p.csv", index=False)
+    base = ["generate", str(tmp_path / "p.csv"), "--epsilon", "1", "--columns", "Sex,Pclass,Age,Embarked",
+            "--bounds", "Age=0:100", "--seed", "5", "-o", str(tmp_path / "out.csv")]
+    refused = CliRunner().invoke(main, base)
+    assert refused.exit_code == 2 and "needs --delta > 0" in refused.stderr
+    result = CliRunner().invoke(main, [*base, "--delta", "1e-9", "--schema-share", "0.3", "--model",
+                                       str(tmp_path / "m.npz")])
+    assert result.exit_code == 0, result.output
+    assert "no --schema: deriving one under DP with 0.3 of the budget (--schema-share)" in result.stderr
+    privacy = Model.load(tmp_path / "m.npz").privacy
+    assert privacy["spent"]["epsilon"] <= 1.0 and privacy["spent"]["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert privacy["spent"]["delta"] <= 1e-9
+    out = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, dtype=str)
+    assert list(out.columns) == ["Sex", "Pclass", "Age", "Embarked"]
+    Model.load(tmp_path / "m.npz").schema.save(tmp_path / "s.json")
+    with_schema = CliRunner().invoke(main, [*base[:-2], "--delta", "1e-9", "--schema", str(tmp_path / "s.json"),
+                                            "-o", str(tmp_path / "o2.csv")])
+    assert with_schema.exit_code == 2 and "--bounds apply without --schema" in with_schema.stderr

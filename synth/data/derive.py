@@ -52,8 +52,11 @@ from synth.privacy.mechanisms import discrete_laplace, dp_quantiles, partition_s
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
-__all__ = ["Derivation", "derive_schema", "DEFAULT_BINS", "OTHER", "parse_bounds"]
+__all__ = ["Derivation", "derive_schema", "DEFAULT_BINS", "DEFAULT_SCHEMA_SHARE", "OTHER", "parse_bounds"]
 
+#: The share of a run's epsilon and delta a schema derived for it gets (``synth generate``
+#: without --schema, ``Synthesizer.fit`` without ``schema=``).
+DEFAULT_SCHEMA_SHARE = 0.2
 #: Bins per derived numeric column (DP quantiles; a spike adds one).
 DEFAULT_BINS = 32
 #: The label the values that did not survive partition selection are read as.
@@ -142,7 +145,7 @@ def derive_schema(
     bins = check_positive_int(bins, "bins")
     bounds = dict(bounds or {})
     given = {column.name: column for column in (public.columns if isinstance(public, Schema) else public)}
-    cells = _read_columns(source, columns)
+    cells, unselected = _read_columns(source, columns)
     names = list(cells)
     unknown = sorted(set(given) - set(names)) + sorted(set(bounds) - set(names))
     if unknown:
@@ -178,8 +181,8 @@ def derive_schema(
     spent = accountant.spent()
     result = Derivation(Schema((Categorical("_", ("_",)),)), spent.epsilon, spent.delta, entries,
                         [n for n in names if n in given], {n: excluded[n] for n in names if n in excluded}, accountant)
-    result.schema = Schema(tuple(out), missing_tokens=tuple(missing_tokens), ignored=tuple(result.excluded),
-                           derivation=result.record())
+    result.schema = Schema(tuple(out), missing_tokens=tuple(missing_tokens),
+                           ignored=(*result.excluded, *unselected), derivation=result.record())
     return result
 
 
@@ -296,9 +299,10 @@ def _num(value: float) -> int | float:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def _read_columns(source, columns: Sequence[str] | None) -> dict[str, pd.Series]:
-    """Every (selected) column's cells as text, read once. The derivation holds them in memory:
-    one string per cell."""
+def _read_columns(source, columns: Sequence[str] | None) -> tuple[dict[str, pd.Series], list[str]]:
+    """Every selected column's cells as text, read once, and the names of the columns not
+    selected (the schema lists them as ignored, so the data still reads under it). The
+    derivation holds the cells in memory: one string per cell."""
     if isinstance(source, pd.DataFrame):
         frame = source
     else:
@@ -306,13 +310,13 @@ def _read_columns(source, columns: Sequence[str] | None) -> dict[str, pd.Series]
         if not path.exists():
             raise DataError(f"{path}: no such file or folder")
         frame = pd.concat(list(_chunks(path)), ignore_index=True) if not is_parquet(path) else pd.read_parquet(path)
-    names = [str(c) for c in frame.columns]
-    if columns:
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise SchemaError(f"--columns: the data has no column {missing[0]!r}; its columns are: {', '.join(names)}")
-        frame = frame[list(columns)]
-    return {str(name): frame[name] for name in frame.columns}
+    every = {str(label): frame[label] for label in frame.columns}
+    if not columns:
+        return every, []
+    absent = [c for c in columns if c not in every]
+    if absent:
+        raise SchemaError(f"--columns: the data has no column {absent[0]!r}; its columns are: {', '.join(every)}")
+    return {name: every[name] for name in columns}, [name for name in every if name not in columns]
 
 
 def _chunks(path: Path) -> Iterator[pd.DataFrame]:

@@ -256,11 +256,11 @@ def _absent(series: pd.Series, column: Column, tokens: tuple[str, ...]) -> np.nd
     if kind in "biufcmM":  # numbers, booleans, times: no text to compare
         return absent
     text_column = isinstance(column, Categorical) and not column.numeric_labels
-    if text_column:
-        if tokens:
-            absent |= series.isin(tokens).to_numpy(dtype=bool, na_value=False)
+    if text_column:  # an empty text is an empty cell (as a CSV's is), unless the column lists it as a label
+        marks = (*tokens, "") if "" not in column.values else tokens
+        absent |= series.isin(marks).to_numpy(dtype=bool, na_value=False)
         return absent
-    marks = set(tokens)
+    marks = {*tokens, ""}
 
     def missing_text(cell) -> bool:
         if not isinstance(cell, str):
