@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 
 from synth.privacy.accounting import Accountant, Budget, BudgetExceeded, Charge, compose, split_epsilon
-from synth.privacy.composition import advanced_epsilon, zcdp_epsilon
+from synth.privacy.composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 
 
 def test_budget_is_immutable_and_validated():
@@ -180,3 +180,33 @@ def test_a_sequential_record_adds_the_parts_and_keeps_every_charge():
     assert record["spent"]["delta"] == pytest.approx(schema.spent().delta + run.spent().delta)
     assert [c["note"] for c in record["charges"]] == ["schema: age: bounds", "schema: sex: values", "mwem: round 1"]
     assert record["spent"]["method"].startswith("basic, over schema (basic) then mwem (")
+
+
+def test_zero_epsilon_delta_charge_composes_with_rho():
+    """(0, delta), e.g. a partition threshold, was refused (epsilon must be > 0); it is a charge of
+    its own: alone it is (0, delta) by basic composition, beside rho it takes delta from zCDP's slack."""
+    alone = Accountant(1.0, 1e-6)
+    alone.spend(0.0, 1e-7, mechanism="threshold")
+    assert alone.spent() == compose(alone.ledger(), 1e-6)
+    assert (alone.spent().epsilon, alone.spent().delta, alone.spent().method) == (0.0, 1e-7, "basic")
+    accountant = Accountant(1.0, 1e-6)
+    accountant.spend(rho=0.01, mechanism="counts")
+    accountant.spend(0.0, 1e-7, mechanism="threshold")
+    spent = accountant.spent()
+    assert spent.method == "zcdp" and spent.delta == 1e-6
+    assert spent.epsilon == pytest.approx(zcdp_epsilon(0.01, 1e-6 - 1e-7), rel=1e-9)
+    assert Accountant.from_dict(json.loads(accountant.to_json())).spent() == spent
+    with pytest.raises(ValueError, match=r"epsilon \(0\.0\) must be finite and > 0"):
+        accountant.spend(0.0, mechanism="nothing")  # epsilon 0 only with a delta
+    with pytest.raises(BudgetExceeded):
+        Accountant(1.0).spend(0.0, 1e-9)  # no delta budget
+
+
+def test_check_all_checks_charges_together_and_records_nothing():
+    accountant = Accountant(1.0, 1e-6)
+    rho = 0.5 * zcdp_rho_limit(1.0, 1e-6)
+    accountant.check_all([Charge("a", rho=rho), Charge("a", 0.0, 1e-7)])
+    accountant.check(rho=1.02 * rho)  # each fits alone, not both
+    with pytest.raises(BudgetExceeded, match=r"spending rho=.*, rho=.* \(a\) would bring"):
+        accountant.check_all([Charge("a", rho=rho), Charge("a", rho=1.02 * rho)])
+    assert not accountant.ledger()

@@ -98,6 +98,13 @@ class Spent:
 def compose(charges: tuple[Charge, ...] | list[Charge], delta_budget: float) -> Spent:
     """The tightest valid total of ``charges`` whose delta stays within ``delta_budget``.
 
+    An (epsilon, delta > 0) charge (epsilon = 0 allowed: a release that differs between
+    neighbours only on an event of probability <= delta) enters every theorem as itself: its
+    delta adds up, and beside zCDP charges its epsilon adds to the zCDP total's (an
+    (epsilon, delta)-DP release is delta-approximately epsilon^2/2-zCDP, and approximate zCDP
+    composes: Bun and Steinke 2016, Section 8), so rho with (0, delta) gives
+    (zcdp_epsilon(rho, delta'), delta + delta').
+
     Returns epsilon = inf when no theorem fits (e.g. a zCDP charge with a zero delta budget).
     """
     if not charges:
@@ -209,7 +216,12 @@ class Accountant:
         if rho is None:
             if epsilon is None:
                 raise TypeError("give epsilon (pure or approximate DP) or rho (zCDP)")
-            return Charge(mechanism, check_epsilon(epsilon), check_delta(delta), None, note)
+            delta = check_delta(delta)
+            if delta > 0 and check_real(epsilon, "epsilon") == 0:
+                # (0, delta): a release that differs between neighbours only on an event of
+                # probability <= delta, e.g. partition selection's threshold on a new value.
+                return Charge(mechanism, 0.0, delta, None, note)
+            return Charge(mechanism, check_epsilon(epsilon), delta, None, note)
         if epsilon is not None or delta:
             raise TypeError("a charge is either (epsilon, delta) or rho, not both")
         return Charge(mechanism, None, 0.0, check_epsilon(rho, "rho"), note)
@@ -219,12 +231,23 @@ class Accountant:
         mechanism: str = "", note: str = "",
     ) -> None:
         """``BudgetExceeded`` if this charge would not fit; records nothing."""
-        charge = self._charge(epsilon, delta, rho, mechanism, note)
-        if self._fits(self._sums.plus(charge)):
+        self._check([self._charge(epsilon, delta, rho, mechanism, note)])
+
+    def check_all(self, charges: Sequence[Charge]) -> None:
+        """``BudgetExceeded`` if these charges together would not fit; records nothing. For a
+        release charged in parts (a rho and a (0, delta), say), checked at once before sampling."""
+        self._check([self._charge(c.epsilon, c.delta, c.rho, c.mechanism, c.note) for c in charges])
+
+    def _check(self, charges: list[Charge]) -> None:
+        sums = self._sums
+        for charge in charges:
+            sums = sums.plus(charge)
+        if self._fits(sums):
             return
-        total = compose(self._charges + [charge], self._budget.delta)
-        what = f"rho={charge.rho:g}" if charge.is_zcdp else f"epsilon={charge.epsilon:g}" + (
-            f", delta={charge.delta:g}" if charge.delta else "")
+        total = compose(self._charges + charges, self._budget.delta)
+        what = ", ".join(f"rho={c.rho:g}" if c.is_zcdp else f"epsilon={c.epsilon:g}" + (
+            f", delta={c.delta:g}" if c.delta else "") for c in charges)
+        mechanism, note = charges[0].mechanism, charges[0].note
         label = f" ({mechanism}{': ' + note if note else ''})" if mechanism else ""
         raise BudgetExceeded(
             f"spending {what}{label} would bring the total to epsilon={total.epsilon:.10g}, "

@@ -14,7 +14,12 @@ from synth.privacy.mechanisms.discrete import (
     mean_abs_noise,
 )
 from synth.privacy.mechanisms.exponential import StreamingExponential, exponential
-from synth.privacy.mechanisms.partition import partition_selection, partition_threshold
+from synth.privacy.mechanisms.partition import (
+    gaussian_partition_selection,
+    gaussian_partition_threshold,
+    partition_selection,
+    partition_threshold,
+)
 from synth.privacy.mechanisms.quantiles import dp_quantiles, private_bounds
 from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
 
@@ -29,6 +34,8 @@ __all__ = [
     "discrete_laplace_noise",
     "dp_quantiles",
     "exponential",
+    "gaussian_partition_selection",
+    "gaussian_partition_threshold",
     "laplace_ratio",
     "mean_abs_noise",
     "partition_selection",
