@@ -10,6 +10,7 @@ folder::
     true_vs_released.png      released against true answers (fractions of n), with y = x
     kl_potential.png          with a monitor: the KL potential per update against the theory
     round_timeline.png        with a monitor: which query each update came from, its true error
+    column_histograms.png     with a synthetic table: each column's real and synthetic shares
     index.html                all of the above on one page, linked by relative paths
 
 The folder appears whole or not at all: it is built in a hidden temporary folder beside the
@@ -69,8 +70,10 @@ MARGINAL_PLOT = "marginal_errors.png"
 SCATTER_PLOT = "true_vs_released.png"
 KL_PLOT = "kl_potential.png"
 TIMELINE_PLOT = "round_timeline.png"
+HISTOGRAM_PLOT = "column_histograms.png"
 #: Every file a report may hold (a folder with anything else is not replaced).
-REPORT_FILES = (ANSWERS, SUMMARY, INDEX, ERROR_PLOT, MARGINAL_PLOT, SCATTER_PLOT, KL_PLOT, TIMELINE_PLOT)
+REPORT_FILES = (ANSWERS, SUMMARY, INDEX, ERROR_PLOT, MARGINAL_PLOT, SCATTER_PLOT, KL_PLOT, TIMELINE_PLOT,
+                HISTOGRAM_PLOT)
 
 HEADER_TEXT = ("NON-PRIVATE: this report READS THE PRIVATE DATA. It compares the released answers with exact "
                "answers computed from the true data, so every number and plot here is for the data owner only; "
@@ -90,6 +93,8 @@ _PRACTICAL_COLUMNS = ("update", "updates_allowed", "query_id", "query", "columns
                       "phi_after", "drop", "pythagorean_bound", "flag")
 _MOST_BARS = 40  # marginals shown in the bar chart (the worst ones)
 _WORST_QUERIES = 20  # rows of the worst-queries table in index.html
+_MOST_HISTOGRAMS = 60  # columns drawn in column_histograms.png
+_MOST_CATEGORIES = 30  # bars per column there (the most common in the real data; the rest summed)
 
 
 class ReportError(SynthError):
@@ -261,11 +266,15 @@ def _replaceable(folder: Path) -> bool:
 
 
 def write_report(folder: str | os.PathLike, evaluation, *, monitor: MonitorLog | None = None,
-                 context: dict[str, Any] | None = None) -> list[str]:
+                 context: dict[str, Any] | None = None, columns: dict[str, dict[str, Any]] | None = None,
+                 histograms: list | None = None, utility: dict[str, Any] | None = None) -> list[str]:
     """Write the report folder (see the module docstring); return the names of its files.
 
-    ``context`` adds entries to summary.json (e.g. the data and workload paths). Nothing
-    appears at ``folder`` unless every file was written.
+    ``context`` adds entries to summary.json (e.g. the data and workload paths). ``columns``
+    (``synth.report.columns.column_fidelity``) goes into summary.json as ``column_fidelity``
+    and a table; ``histograms`` (``column_histograms``) into column_histograms.png; ``utility``
+    (``synth.report.utility.ml_utility``) into summary.json as ``ml_utility`` and a table.
+    Nothing appears at ``folder`` unless every file was written.
     """
     folder = Path(os.path.abspath(folder))
     check_report_folder(folder)
@@ -275,7 +284,8 @@ def write_report(folder: str | os.PathLike, evaluation, *, monitor: MonitorLog |
         raise type(exc)(exc.errno, exc.strerror, str(folder)) from None
     try:
         os.chmod(temporary, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual mode
-        files = _write_files(temporary, evaluation, monitor, context or {})
+        extra = {"columns": columns, "histograms": histograms, "utility": utility}
+        files = _write_files(temporary, evaluation, monitor, context or {}, extra)
         _install(temporary, folder)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -306,7 +316,9 @@ def _umask() -> int:
     return current
 
 
-def _write_files(folder: Path, evaluation, monitor: MonitorLog | None, context: dict[str, Any]) -> list[str]:
+def _write_files(folder: Path, evaluation, monitor: MonitorLog | None, context: dict[str, Any],
+                 extra: dict[str, Any] | None = None) -> list[str]:
+    extra = extra or {}
     with open(folder / ANSWERS, "w", encoding="utf-8", newline="") as handle:
         evaluation.write_answers_csv(handle)
     plots = {ERROR_PLOT: _plot_errors(evaluation, folder / ERROR_PLOT),
@@ -316,7 +328,13 @@ def _write_files(folder: Path, evaluation, monitor: MonitorLog | None, context: 
     if monitor is not None:
         plots[KL_PLOT] = _plot_potential(monitor, folder / KL_PLOT)
         plots[TIMELINE_PLOT] = _plot_timeline(monitor, folder / TIMELINE_PLOT)
+    if extra.get("histograms"):
+        plots[HISTOGRAM_PLOT] = _plot_histograms(extra["histograms"], folder / HISTOGRAM_PLOT)
     summary = {"format": REPORT_FORMAT, "format_version": REPORT_FORMAT_VERSION, **context, **evaluation.summary()}
+    if extra.get("columns") is not None:
+        summary["column_fidelity"] = {"privacy": COLUMNS_NOTE, **_json_numbers(extra["columns"])}
+    if extra.get("utility") is not None:
+        summary["ml_utility"] = {"privacy": UTILITY_NOTE, **_json_numbers(extra["utility"])}
     if monitor is not None:
         summary["monitor"] = {**summary.get("monitor", {}), **monitor.summary()}
     files = [ANSWERS, SUMMARY, *plots, INDEX]
@@ -327,6 +345,27 @@ def _write_files(folder: Path, evaluation, monitor: MonitorLog | None, context: 
     with open(folder / INDEX, "w", encoding="utf-8") as handle:
         handle.write(_html(evaluation, summary, plots, monitor))
     return files
+
+
+COLUMNS_NOTE = ("NON-PRIVATE: each column of the synthetic table against the real data's (it reads the private "
+                "data); for the data owner only")
+UTILITY_NOTE = ("NON-PRIVATE: classifiers trained on the synthetic and on the real data, tested on real rows (it "
+                "reads the private data); for the data owner only")
+
+
+def _json_numbers(obj):
+    """``obj`` with NumPy numbers as Python ones and non-finite floats as None."""
+    if isinstance(obj, dict):
+        return {str(k): _json_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_numbers(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _finite(obj)
+    return obj
 
 
 # -- plots ----------------------------------------------------------------------------------
@@ -408,6 +447,38 @@ def _plot_scatter(evaluation, path: Path) -> str:
     axes.set_ylabel("released answer (fraction of the released n)")
     axes.set_title(f"True vs released ({evaluation.kind})")
     axes.legend(loc="upper left")
+    return _save(figure, path)
+
+
+def _plot_histograms(histograms: list, path: Path) -> str:
+    """One panel per column: the real and synthetic shares of each value (categories with the
+    missing value; numbers by the schema's bins), side by side. NON-PRIVATE."""
+    shown = histograms[:_MOST_HISTOGRAMS]
+    across = min(3, len(shown))
+    down = math.ceil(len(shown) / across)
+    figure = _figure(5.0 * across, 3.4 * down + 0.6)
+    for k, h in enumerate(shown):
+        axes = figure.add_subplot(down, across, k + 1)
+        labels, real, synthetic = list(h.labels), np.asarray(h.real), np.asarray(h.synthetic)
+        if h.kind != "numeric" and len(labels) > _MOST_CATEGORIES:  # the most common, the rest summed
+            keep = np.sort(np.argsort(-real, kind="stable")[:_MOST_CATEGORIES - 1])
+            rest = np.setdiff1d(np.arange(len(labels)), keep)
+            labels = [labels[i] for i in keep] + [f"{rest.size} others"]
+            real = np.append(real[keep], real[rest].sum())
+            synthetic = np.append(synthetic[keep], synthetic[rest].sum())
+        positions = np.arange(len(labels))
+        axes.bar(positions - 0.2, real, width=0.4, color="#c44e52", label="real (NON-PRIVATE)")
+        axes.bar(positions + 0.2, synthetic, width=0.4, color="#4c72b0", label="synthetic")
+        axes.set_xticks(positions, labels, rotation=60 if len(labels) > 4 else 0, ha="right" if len(labels) > 4
+                        else "center", fontsize=7)
+        axes.set_title(f"{h.name} ({h.kind})", fontsize=9)
+        axes.set_ylabel("share of rows", fontsize=8)
+        if k == 0:
+            axes.legend(fontsize=7)
+    title = "Per column: real (NON-PRIVATE) against synthetic"
+    if len(histograms) > len(shown):
+        title += f" (the first {len(shown)} of {len(histograms)} columns)"
+    figure.suptitle(title)
     return _save(figure, path)
 
 
@@ -564,6 +635,7 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         SCATTER_PLOT: "True vs released answers",
         KL_PLOT: "PMW: KL potential per update",
         TIMELINE_PLOT: "PMW: round timeline",
+        HISTOGRAM_PLOT: "Per column: real against synthetic shares (NON-PRIVATE: reads the real data)",
     }
     parts.append("<h2>Plots</h2>")
     if MARGINAL_PLOT not in plots:
@@ -573,6 +645,8 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         parts.append(f'<figure><img src="{e(name)}" alt="{e(captions[name])}">'
                      f"<figcaption>{e(captions[name])}</figcaption></figure>")
     parts += _marginal_table(summary)
+    parts += _column_table(summary)
+    parts += _utility_table(summary)
     worst = np.argsort(-evaluation.absolute_error, kind="stable")[:_WORST_QUERIES]
     parts.append(f"<h2>The {len(worst)} worst queries</h2><table><tr><th>id</th><th>query</th><th>true</th>"
                  "<th>released</th><th>absolute error (of n)</th></tr>")
@@ -638,6 +712,60 @@ def _marginal_table(summary: dict[str, Any]) -> list[str]:
                      f"<td class='num'>{fmt(m['queries'], COUNT)}</td><td class='num'>{fmt(m['l1'])}</td>"
                      + "".join(f"<td class='num baseline'>{fmt(baseline.get(name))}</td>" for name, _ in heads)
                      + "</tr>")
+    parts.append("</table>")
+    return parts
+
+
+COLUMNS_TEXT = ("Each column of the synthetic table against the real data's: for categorical and coded columns the "
+                "total-variation distance between the two distributions (the missing value counted as a value; 0 to "
+                "1); for numeric columns the Wasserstein-1 distance between the real and synthetic values divided by "
+                "the schema's range (last edge minus first), and the Kolmogorov-Smirnov statistic; the share of rows "
+                "missing in each. Computed from the real data: NON-PRIVATE, for the data owner only.")
+
+
+def _column_table(summary: dict[str, Any]) -> list[str]:
+    """One row per column: TV or W1/range and KS, and the missing shares (NON-PRIVATE)."""
+    e = html.escape
+    found = summary.get("column_fidelity")
+    if not found:
+        return []
+    parts = ["<h2>Columns: real against synthetic (NON-PRIVATE)</h2>", f"<p>{e(COLUMNS_TEXT)}</p>",
+             "<table><tr><th>column</th><th>kind</th><th>TV</th><th>W1 / range</th><th>KS</th>"
+             "<th>missing, real (NON-PRIVATE)</th><th>missing, synthetic</th></tr>"]
+    for name, entry in found.items():
+        if not isinstance(entry, dict):
+            continue
+        cells = [fmt(entry["tv"]) if "tv" in entry else "", fmt(entry.get("w1_over_range"))
+                 if "w1_over_range" in entry else "", fmt(entry.get("ks")) if "ks" in entry else "",
+                 fmt(entry["missing_real"]), fmt(entry["missing_synthetic"])]
+        parts.append(f"<tr><td>{e(name)}</td><td>{e(entry['kind'])}</td>"
+                     + "".join(f"<td class='num'>{c}</td>" for c in cells) + "</tr>")
+    parts.append("</table>")
+    return parts
+
+
+def _utility_table(summary: dict[str, Any]) -> list[str]:
+    """Accuracy and ROC AUC of each classifier trained on synthetic and on real (NON-PRIVATE)."""
+    e = html.escape
+    found = summary.get("ml_utility")
+    if not found:
+        return []
+    rows = found["rows"]
+    parts = [f"<h2>Machine-learning utility: predicting {e(found['target'])} (NON-PRIVATE)</h2>",
+             f"<p>Each classifier is trained on the synthetic table ({fmt(rows['train_synthetic'], COUNT)} rows) and, "
+             f"as the ceiling, on real rows ({fmt(rows['train_real'], COUNT)}), then tested on real rows "
+             f"({fmt(rows['test_real'], COUNT)}): {e(found['test'])}. The target ({e(found['target_kind'])}) has "
+             f"{fmt(found['classes'], COUNT)} classes in the test rows; ROC AUC is the second class's for two "
+             "classes, the macro mean of one-vs-rest AUCs for more. Computed from the real data: NON-PRIVATE, for "
+             "the data owner only.</p>",
+             "<table><tr><th>classifier</th><th>accuracy, trained on synthetic</th>"
+             "<th class='baseline'>accuracy, trained on real (NON-PRIVATE)</th><th>ROC AUC, trained on synthetic</th>"
+             "<th class='baseline'>ROC AUC, trained on real (NON-PRIVATE)</th></tr>"]
+    for entry in found["models"].values():
+        syn, real = entry["train_synthetic"], entry["train_real"]
+        parts.append(f"<tr><th>{e(entry['label'])}</th><td class='num'>{fmt(syn['accuracy'])}</td>"
+                     f"<td class='num baseline'>{fmt(real['accuracy'])}</td><td class='num'>{fmt(syn['roc_auc'])}</td>"
+                     f"<td class='num baseline'>{fmt(real['roc_auc'])}</td></tr>")
     parts.append("</table>")
     return parts
 
