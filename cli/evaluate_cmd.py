@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
+    load_workload,
     bad_rows_option,
     columns_option,
     load_schema,
@@ -20,8 +21,8 @@ from ._common import (
 @click.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=True))
 @schema_option
-@click.option("--workload", "workload_file", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Workload JSON: the queries to compare.")
+@click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
+              help="Workload JSON: the queries to compare (default: every 3-way marginal, as generate's default).")
 @click.option("--model", "model_file", type=click.Path(exists=True, dir_okay=False),
               help="A released model (.npz from synth generate/answer): alone, evaluate its distribution; beside "
                    "--synthetic or --answers, the release's privacy record (mechanism, epsilon, delta, n, seeding).")
@@ -122,14 +123,13 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
     )
     from synth.report.numbers import COUNT, fmt
     from synth.report.html import check_report_folder, read_monitor, write_report
-    from synth.data.workload import Workload
 
     check_report_folder(output)  # before any work
     full, selected = load_schema(schema_file, columns)
     if target and target not in selected.names:
         raise click.UsageError(f"--target ({target!r}) must be one of the evaluated columns: "
                                f"{', '.join(selected.names)}")
-    queries = Workload.load(workload_file, selected)
+    queries = load_workload(workload_file, selected)
     monitor = read_monitor(monitor_file) if monitor_file else None
     if monitor is not None and len(monitor) and int(monitor.query_id.max()) >= len(queries):
         warn(f"{monitor_file}: updates name query ids up to {int(monitor.query_id.max())} but the workload has "

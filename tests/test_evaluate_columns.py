@@ -254,3 +254,18 @@ def test_imports_stay_free_of_sklearn():
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_evaluate_runs_on_the_default_workload_without_a_file(tmp_path):
+    """No --workload: every 3-way marginal of the evaluated columns, said on stderr."""
+    import synth
+    from click.testing import CliRunner
+
+    from synth_cli.main import main
+
+    demo = synth.bundled("demo")
+    result = CliRunner().invoke(main, ["evaluate", str(demo.data), "--schema", str(demo.schema), "--columns",
+                                       "sex,region,smoker", "--synthetic", str(demo.data), "-o", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert "workload: every 3-way marginal of the 3 columns (1 marginals" in result.stderr
+    assert "mean L1 per marginal 0 over 1 of 1 marginals" in result.stderr  # the table against itself
