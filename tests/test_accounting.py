@@ -210,3 +210,27 @@ def test_check_all_checks_charges_together_and_records_nothing():
     with pytest.raises(BudgetExceeded, match=r"spending rho=.*, rho=.* \(a\) would bring"):
         accountant.check_all([Charge("a", rho=rho), Charge("a", rho=1.02 * rho)])
     assert not accountant.ledger()
+
+
+def test_pure_charges_beside_zcdp_ones_compose_by_basic_composition_when_that_is_tighter():
+    """Pure charges can cost more as zCDP (epsilon^2 / 2 each, converted at delta) than
+    their plain sum; beside a rho charge the total takes whichever is less, and the accountant
+    accepts a ledger that fits only that way."""
+    from synth.privacy.accounting import compose
+    from synth.privacy.composition import zcdp_epsilon, zcdp_rho_limit
+
+    pure = [Charge("discrete_laplace", 0.04) for _ in range(3)]  # 0.12 in all
+    rho = zcdp_rho_limit(0.08, 1e-9) * (1 - 1e-5)
+    charges = pure + [Charge("gaussian", None, 0.0, rho)]
+    spent = compose(charges, 1e-9)
+    assert spent.method == "basic + zcdp"
+    assert spent.epsilon == pytest.approx(0.12 + zcdp_epsilon(rho, 1e-9), rel=1e-6) and spent.epsilon <= 0.2
+    all_zcdp = zcdp_epsilon(3 * 0.04**2 / 2 + rho, 1e-9)
+    assert all_zcdp > 0.2  # the route the accountant had before: this ledger would not fit
+    accountant = Accountant(0.2, 1e-9)
+    for charge in pure:
+        accountant.spend(charge.epsilon, mechanism=charge.mechanism)
+    accountant.spend(rho=rho, mechanism="gaussian")
+    assert accountant.spent().epsilon <= 0.2
+    with pytest.raises(BudgetExceeded):
+        accountant.spend(0.001, mechanism="one more")

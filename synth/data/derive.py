@@ -1,19 +1,23 @@
 """A schema derived from the private data under differential privacy.
 
 ``derive_schema`` reads the table once and, for every column the caller has not described
-publicly, spends a share of the derivation's budget (the columns share it equally: one row
-touches every column, so the shares add up, by basic composition):
+publicly, spends a share of the derivation's budget. One row touches every column, so the
+shares add up: ``TYPE_SHARE`` of epsilon tells every column's kind (pure epsilon, shared
+evenly); of the rest, the numeric columns get their count's share in pure epsilon (basic
+composition), and the categorical columns' partition selections the remainder in zCDP, with
+Gaussian noise, where they compose in the square root (half of delta pays for their
+thresholds). The accountant composes the pure charges linearly beside the zCDP ones.
 
 1. **what the column holds**: a noisy histogram (exact discrete Laplace) of its cells over
    four kinds, missing / whole number / other number / text; each cell is one kind, so one
    row moves one count by 1. The column is numeric when the noisy text count is at most
    ``TEXT_SHARE`` of the noisy non-missing count, integer when the noisy decimal count is at
-   most ``TEXT_SHARE`` of the numbers. ``TYPE_SHARE`` of the column's share pays for this.
+   most ``TEXT_SHARE`` of the numbers.
    A column whose header names an identifier (``id``, ``user_id``, ``PassengerId``: public,
    it is the header) is left out before anything is spent on it.
-2. a **categorical** column's values by partition selection
-   (``synth.privacy.mechanisms.partition_selection``): a value held by one row survives with
-   probability at most the column's share of delta, so no rare value (a name, a ticket
+2. a **categorical** column's values by Gaussian partition selection
+   (``synth.privacy.mechanisms.gaussian_partition_selection``): a value held by one row
+   survives with probability at most the column's share of delta, so no rare value (a name, a ticket
    number) reaches the schema. What does not survive is read as ``OTHER``. A column whose
    surviving values hold less than ``IDENTIFIER_COVER`` of its noisy non-missing count (almost
    every value distinct: names, ticket numbers, free text) is an identifier and is left out
@@ -48,7 +52,8 @@ from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_
 from synth.data.schema import Categorical, Column, Numeric, Schema
 from synth.errors import DataError, SchemaError
 from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
-from synth.privacy.mechanisms import discrete_laplace, dp_quantiles, partition_selection, private_bounds
+from synth.privacy.composition import zcdp_rho_limit
+from synth.privacy.mechanisms import discrete_laplace, dp_quantiles, gaussian_partition_selection, private_bounds
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
@@ -61,7 +66,7 @@ DEFAULT_SCHEMA_SHARE = 0.2
 DEFAULT_BINS = 32
 #: The label the values that did not survive partition selection are read as.
 OTHER = "other"
-#: Share of a column's epsilon for telling its kind (the rest: its values, or bounds and bins).
+#: Share of the derivation's epsilon for telling the columns' kinds (the rest: values, or bounds and bins).
 TYPE_SHARE = 0.3
 #: Share of a numeric column's remaining epsilon for private bounds, when none are public.
 BOUNDS_SHARE = 0.3
@@ -160,22 +165,42 @@ def derive_schema(
                           "publicly")
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
-    share_e = split_epsilon(epsilon, max(len(derived), 1))  # shares that add up to at most the budget, exactly
-    share_d = split_epsilon(delta, max(len(derived), 1)) if delta > 0 else 0.0
     tokens = set(missing_tokens)
+    # 1. every derived column's kind: TYPE_SHARE of epsilon, shared evenly (pure epsilon, basic composition)
+    e_kind = split_epsilon(TYPE_SHARE * epsilon, max(len(derived), 1))
+    kinds = {name: _Kind.count(name, cells[name], tokens, e_kind, generator, accountant) for name in derived}
+    numeric = [name for name in derived if kinds[name].numeric]
+    categorical = [name for name in derived if not kinds[name].numeric]
+    # 2. the rest, shared by the columns: numeric ones in pure epsilon; the categorical ones' partition
+    #    selections in zCDP, where they compose in the square root (Gaussian noise, one row moving one
+    #    count in each), with half of delta for their thresholds
+    rest = subtract_epsilon(epsilon, accountant.spent().epsilon)
+    e_numeric = rest * len(numeric) / len(derived) if derived else 0.0
+    e_column = split_epsilon(e_numeric, len(numeric)) if numeric else 0.0
+    if categorical:
+        d_column = split_epsilon(delta / 2, len(categorical))
+        rho = zcdp_rho_limit(subtract_epsilon(rest, e_numeric), delta - delta / 2) * (1 - 1e-5)
+        rho_column = rho / len(categorical)
     entries: dict[str, dict[str, Any]] = {}
     out: list[Column] = []
     for name in names:
         if name in given:
             out.append(given[name])
-        elif name in derived:
-            column, entry = _derive_column(name, cells[name], share_e, share_d, bounds.get(name), bins, tokens,
-                                           generator, accountant)
-            entries[name] = entry
-            if column is None:
-                excluded[name] = entry["how"]
-            else:
-                out.append(column)
+            continue
+        if name not in derived:
+            continue
+        kind = kinds[name]
+        if kind.numeric:
+            column, entry = _numeric(name, kind.numbers(cells[name]), kind.whole, bounds.get(name), bins, e_column,
+                                     generator, accountant, kind.entry(e_kind))
+        else:
+            column, entry = _categorical(name, kind.texts(cells[name]), kind.present, rho_column, d_column, generator,
+                                         accountant, kind.entry(e_kind))
+        entries[name] = entry
+        if column is None:
+            excluded[name] = entry["how"]
+        else:
+            out.append(column)
     if not out:
         raise SchemaError("no column is left to model: every column was left out as an identifier")
     spent = accountant.spent()
@@ -193,40 +218,68 @@ def _names_an_identifier(name: str) -> bool:
 # -- one column ---------------------------------------------------------------------------------
 
 
-def _derive_column(name: str, cells: pd.Series, epsilon: float, delta: float, bounds, bins: int, tokens: set,
-                   rng: np.random.Generator, accountant: Accountant) -> tuple[Column | None, dict]:
-    kinds = _kinds(cells, tokens)
-    e_type = TYPE_SHARE * epsilon
-    rest = subtract_epsilon(epsilon, e_type)
-    noisy = discrete_laplace(np.array([kinds[k].sum() for k in ("missing", "integer", "decimal", "text")]), e_type,
-                             rng=rng, accountant=accountant, note=f"{name}: kinds of cells")
-    missing, integer, decimal, text = (max(int(v), 0) for v in noisy)
-    present = integer + decimal + text
-    entry: dict[str, Any] = {"epsilon": epsilon, "delta": 0.0,
-                             "kinds": {"missing": missing, "integer": integer, "decimal": decimal, "text": text}}
-    numeric = present > 0 and text <= TEXT_SHARE * present
-    if numeric:
-        whole = decimal <= TEXT_SHARE * (integer + decimal)
-        values = pd.to_numeric(cells[kinds["integer"] | kinds["decimal"]], errors="coerce").to_numpy(np.float64)
-        return _numeric(name, values, whole, bounds, bins, rest, rng, accountant, entry)
-    texts = cells[kinds["integer"] | kinds["decimal"] | kinds["text"]].astype(str)
-    kept = partition_selection(Counter(texts.tolist()), rest, delta, rng=rng, accountant=accountant,
-                               note=f"{name}: values")
-    entry.update(delta=delta, kind="categorical")
+@dataclass
+class _Kind:
+    """A column's cells by kind (missing, whole, decimal, text), and the noisy counts of each
+    that decide whether it is numeric and whole."""
+
+    masks: dict[str, np.ndarray]
+    noisy: dict[str, int]
+
+    @classmethod
+    def count(cls, name: str, cells: pd.Series, tokens: set, epsilon: float, rng: np.random.Generator,
+              accountant: Accountant) -> _Kind:
+        masks = _kinds(cells, tokens)
+        order = ("missing", "integer", "decimal", "text")
+        noisy = discrete_laplace(np.array([masks[k].sum() for k in order]), epsilon, rng=rng, accountant=accountant,
+                                 note=f"{name}: kinds of cells")
+        return cls(masks, {k: max(int(v), 0) for k, v in zip(order, noisy)})
+
+    @property
+    def present(self) -> int:
+        return self.noisy["integer"] + self.noisy["decimal"] + self.noisy["text"]
+
+    @property
+    def numeric(self) -> bool:
+        return self.present > 0 and self.noisy["text"] <= TEXT_SHARE * self.present
+
+    @property
+    def whole(self) -> bool:
+        return self.noisy["decimal"] <= TEXT_SHARE * (self.noisy["integer"] + self.noisy["decimal"])
+
+    def numbers(self, cells: pd.Series) -> np.ndarray:
+        return pd.to_numeric(cells[self.masks["integer"] | self.masks["decimal"]], errors="coerce").to_numpy(np.float64)
+
+    def texts(self, cells: pd.Series) -> pd.Series:
+        return cells[~self.masks["missing"]].astype(str)
+
+    def entry(self, epsilon: float) -> dict[str, Any]:
+        return {"epsilon": epsilon, "delta": 0.0, "rho": 0.0, "kinds": dict(self.noisy)}
+
+
+def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: float, rng: np.random.Generator,
+                 accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
+    """The values Gaussian partition selection keeps (rho-zCDP, one-row values kept with
+    probability at most delta), the rest read as ``OTHER``; None for an identifier."""
+    kept = gaussian_partition_selection(Counter(texts.tolist()), rho, delta, rng=rng, accountant=accountant,
+                                        note=f"{name}: values")
+    entry.update(rho=rho, delta=delta, kind="categorical")
     cover = sum(max(c, 0) for c in kept.values())
+    how = f"Gaussian partition selection (rho={rho:.3g}, delta={delta:.3g})"
     if not kept or cover < IDENTIFIER_COVER * present:
-        entry["how"] = (f"an identifier or free text: the values that survive partition selection hold "
-                        f"{'none' if not kept else 'under half'} of its cells (epsilon={rest:.3g}, delta={delta:.3g})")
+        entry["how"] = (f"an identifier or free text: the values that survive {how} hold "
+                        f"{'none' if not kept else 'under half'} of its cells")
         return None, entry | {"kind": "identifier"}
     labels = list(kept)
     other = OTHER if OTHER not in kept else _fresh_label(kept)
-    entry["how"] = (f"categorical: {len(labels)} values kept by partition selection (epsilon={rest:.3g}, "
-                    f"delta={delta:.3g}), the rest read as {other!r}; missing allowed")
+    entry["how"] = f"categorical: {len(labels)} values kept by {how}, the rest read as {other!r}; missing allowed"
     return Categorical(name, (*labels, other), missing=True, other=other), entry
 
 
 def _numeric(name: str, values: np.ndarray, whole: bool, bounds, bins: int, epsilon: float,
              rng: np.random.Generator, accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
+    """Bounds (public, or from noisy magnitudes) and bins by DP quantiles inside them."""
+    entry["epsilon"] += epsilon
     if bounds is not None:
         low, high = bounds
         source = "public bounds"

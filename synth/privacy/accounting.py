@@ -103,7 +103,9 @@ def compose(charges: tuple[Charge, ...] | list[Charge], delta_budget: float) -> 
     delta adds up, and beside zCDP charges its epsilon adds to the zCDP total's (an
     (epsilon, delta)-DP release is delta-approximately epsilon^2/2-zCDP, and approximate zCDP
     composes: Bun and Steinke 2016, Section 8), so rho with (0, delta) gives
-    (zcdp_epsilon(rho, delta'), delta + delta').
+    (zcdp_epsilon(rho, delta'), delta + delta'). Beside zCDP charges, pure ones are composed
+    both ways, as epsilon^2/2-zCDP and by basic composition (their sum plus the zCDP total:
+    the two groups are each private, and basic composition joins them), and the lesser counts.
 
     Returns epsilon = inf when no theorem fits (e.g. a zCDP charge with a zero delta budget).
     """
@@ -125,6 +127,10 @@ def compose(charges: tuple[Charge, ...] | list[Charge], delta_budget: float) -> 
         rho = math.fsum([c.epsilon**2 / 2 for c in pure] + [c.rho for c in zcdp])
         bound = zcdp_epsilon(rho, slack) + math.fsum(c.epsilon for c in approx)
         options.append(Spent(bound * (1 + _MARGIN), delta_budget, "zcdp"))
+        if zcdp and pure:  # the pure charges by basic composition beside the zCDP ones (better for many small ones)
+            rho = math.fsum(c.rho for c in zcdp)
+            linear = _round_up(sum((Fraction(c.epsilon) for c in pure + approx), Fraction(0)))
+            options.append(Spent(linear + zcdp_epsilon(rho, slack) * (1 + _MARGIN), delta_budget, "basic + zcdp"))
     if not options:
         return Spent(math.inf, delta_budget, "none fits")
     return min(options, key=lambda s: (s.epsilon, s.delta))
@@ -142,17 +148,19 @@ class _Sums:
     drift: float = 0.0  # sum of epsilon (e^epsilon - 1)
     rho: float = 0.0  # pure epsilon^2 / 2 plus zCDP rhos
     has_zcdp: bool = False
+    zcdp_rho: float = 0.0  # zCDP rhos alone (the pure charges composed apart, by basic composition)
 
     def plus(self, charge: Charge) -> _Sums:
         if charge.is_zcdp:
             return _Sums(self.count + 1, self.basic, self.approx_delta, self.approx_epsilon, self.squares,
-                         self.drift, self.rho + charge.rho, True)
+                         self.drift, self.rho + charge.rho, True, self.zcdp_rho + charge.rho)
         eps = charge.epsilon
         approx = charge.delta > 0
         return _Sums(
             self.count + 1, self.basic + _exact(eps), self.approx_delta + _exact(charge.delta),
             self.approx_epsilon + (eps if approx else 0.0), self.squares + eps * eps,
             self.drift + eps * _expm1(eps), self.rho + (0.0 if approx else eps * eps / 2), self.has_zcdp,
+            self.zcdp_rho,
         )
 
 
@@ -271,7 +279,10 @@ class Accountant:
             if bound * (1 + _MARGIN) <= budget.epsilon:
                 return True
         target = budget.epsilon - sums.approx_epsilon
-        return target > 0 and sums.rho <= self._rho_limit(target, slack)
+        if target > 0 and sums.rho <= self._rho_limit(target, slack):
+            return True
+        linear = budget.epsilon - _round_up(Fraction(sums.basic, _SCALE))  # pure and approximate, by basic composition
+        return sums.has_zcdp and linear > 0 and sums.zcdp_rho <= self._rho_limit(linear, slack)
 
     def _rho_limit(self, target: float, slack: float) -> float:
         """The largest rho (less a 1e-6 safety share) whose zCDP total stays within ``target``."""
