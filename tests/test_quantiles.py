@@ -304,3 +304,52 @@ def test_bounds_noise_on_occupied_buckets_only_is_caught():
     result = audit(_bounds_runs(B_D, 64, _occupied_only), _bounds_runs(B_DP, 65, _occupied_only), B_EPS,
                    events=B_EVENTS)
     assert_leak(result, "private_bounds releasing which buckets are occupied")
+
+
+# -- private_bounds_zcdp: the same buckets under discrete Gaussian noise ----------------------------
+
+Z_RHO, Z_DELTA = 0.5, 1e-3  # an audit at (zcdp_epsilon(rho, delta), delta)
+
+
+def _bounds_zcdp_runs(data, seed: int, noise_scale: float = 1.0) -> np.ndarray:
+    generator = _rng(seed)
+    uppers = [quantiles_module.private_bounds_zcdp(data, Z_RHO * noise_scale, rng=generator, threshold=1)[1]
+              for _ in range(B_RUNS)]
+    return np.array([round(math.log2(upper)) for upper in uppers])
+
+
+def test_bounds_zcdp_find_the_data_and_charge_rho():
+    from synth.privacy.accounting import Accountant
+    from synth.privacy.mechanisms import private_bounds_zcdp
+
+    values = np.repeat(np.arange(100.0), 100)
+    accountant = Accountant(1.0, 1e-9)
+    assert private_bounds_zcdp(values, 0.01, integer=True, rng=1, accountant=accountant, note="x") == (0, 128)
+    assert [(c.rho, c.note) for c in accountant.ledger()] == [(0.01, "x")]
+    assert private_bounds_zcdp(np.array([5.0, 6.0, 7.0]), 1e-4, rng=2) is None
+    # at a budget shared by 15 columns, the Gaussian threshold is the lower one
+    from synth.privacy.composition import zcdp_rho_limit
+    from synth.privacy.mechanisms import gaussian_partition_threshold, partition_threshold
+
+    rho = zcdp_rho_limit(0.2, 1e-9) / 15
+    buckets = quantiles_module._bucket_count(True)
+    laplace = partition_threshold(0.2 / 15, quantiles_module.BOUNDS_BETA / buckets)
+    gaussian = gaussian_partition_threshold(1 / (2 * rho), quantiles_module.BOUNDS_BETA / buckets)
+    assert gaussian < 0.7 * laplace
+
+
+def test_bounds_zcdp_private():
+    from synth.privacy.composition import zcdp_epsilon
+
+    epsilon = zcdp_epsilon(Z_RHO, Z_DELTA)
+    result = audit(_bounds_zcdp_runs(B_D, 70), _bounds_zcdp_runs(B_DP, 71), epsilon, Z_DELTA, events=B_EVENTS)
+    assert_no_leak(result, "private_bounds_zcdp")
+
+
+def test_bounds_zcdp_with_a_sixteenth_of_the_noise_is_caught():
+    from synth.privacy.composition import zcdp_epsilon
+
+    epsilon = zcdp_epsilon(Z_RHO, Z_DELTA)  # audited at the real rho's guarantee, run at 256 times the rho
+    result = audit(_bounds_zcdp_runs(B_D, 72, 256.0), _bounds_zcdp_runs(B_DP, 73, 256.0), epsilon, Z_DELTA,
+                   events=B_EVENTS)
+    assert_leak(result, "private_bounds_zcdp with a sixteenth of the noise")

@@ -4,9 +4,9 @@
 publicly, spends a share of the derivation's budget. One row touches every column, so the
 shares add up: ``TYPE_SHARE`` of epsilon tells every column's kind (pure epsilon, shared
 evenly); of the rest, the numeric columns get their count's share in pure epsilon (basic
-composition), and the categorical columns' partition selections the remainder in zCDP, with
-Gaussian noise, where they compose in the square root (half of delta pays for their
-thresholds). The accountant composes the pure charges linearly beside the zCDP ones.
+composition) for their bins, and the categorical columns' partition selections with the
+numeric columns' private bounds the remainder in zCDP, with Gaussian noise, where they compose
+in the square root (half of delta pays for the partition thresholds). The accountant composes the pure charges linearly beside the zCDP ones.
 
 1. **what the column holds**: a noisy histogram (exact discrete Laplace) of its cells over
    four kinds, missing / whole number / other number / text; each cell is one kind, so one
@@ -23,7 +23,8 @@ thresholds). The accountant composes the pure charges linearly beside the zCDP o
    every value distinct: names, ticket numbers, free text) is an identifier and is left out
    of the schema (the record says so).
 3. a **numeric** column's bounds from public input (``bounds``) or privately
-   (``private_bounds``: a noisy histogram of magnitudes), then ``bins`` bins by DP quantiles
+   (``private_bounds_zcdp``: a noisy histogram of magnitudes, in zCDP beside the partition
+   selections), then ``bins`` bins by DP quantiles
    inside them (``dp_quantiles``): bins of similar mass, and a value that many quantiles land
    on (a spike such as capital-gain's zeros) gets a bin of its own. Integer columns get
    integer edges.
@@ -53,7 +54,9 @@ from synth.data.schema import Categorical, Column, Numeric, Schema
 from synth.errors import DataError, SchemaError
 from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
 from synth.privacy.composition import zcdp_rho_limit
-from synth.privacy.mechanisms import discrete_laplace, dp_quantiles, gaussian_partition_selection, private_bounds
+from synth.privacy.mechanisms import (
+    discrete_laplace, dp_quantiles, gaussian_partition_selection, private_bounds_zcdp,
+)
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
@@ -68,7 +71,8 @@ DEFAULT_BINS = 32
 OTHER = "other"
 #: Share of the derivation's epsilon for telling the columns' kinds (the rest: values, or bounds and bins).
 TYPE_SHARE = 0.3
-#: Share of a numeric column's remaining epsilon for private bounds, when none are public.
+#: Share of a numeric column's part of the budget for private bounds, when none are public (spent
+#: in zCDP beside the categorical columns' partition selections; the rest, bins, in pure epsilon).
 BOUNDS_SHARE = 0.3
 #: A column is numeric (or integer) when text (or decimals) are at most this share of its cells
 #: (noisy counts: a share, not a count, so the rule holds at any n; a few junk cells in a column
@@ -171,16 +175,22 @@ def derive_schema(
     kinds = {name: _Kind.count(name, cells[name], tokens, e_kind, generator, accountant) for name in derived}
     numeric = [name for name in derived if kinds[name].numeric]
     categorical = [name for name in derived if not kinds[name].numeric]
-    # 2. the rest, shared by the columns: numeric ones in pure epsilon; the categorical ones' partition
-    #    selections in zCDP, where they compose in the square root (Gaussian noise, one row moving one
-    #    count in each), with half of delta for their thresholds
+    # 2. the rest, an equal share per column: numeric columns' bins (DP quantiles) in pure epsilon; the
+    #    categorical columns' partition selections and the numeric columns' private bounds (noisy
+    #    magnitudes) in zCDP, where they compose in the square root (Gaussian noise: one row moves one
+    #    count in each), with half of delta for the partition thresholds
     rest = subtract_epsilon(epsilon, accountant.spent().epsilon)
-    e_numeric = rest * len(numeric) / len(derived) if derived else 0.0
-    e_column = split_epsilon(e_numeric, len(numeric)) if numeric else 0.0
-    if categorical:
-        d_column = split_epsilon(delta / 2, len(categorical))
-        rho = zcdp_rho_limit(subtract_epsilon(rest, e_numeric), delta - delta / 2) * (1 - 1e-5)
-        rho_column = rho / len(categorical)
+    share = rest / len(derived) if derived else 0.0
+    bounded = [name for name in numeric if name not in bounds]  # numeric columns whose bounds are derived
+    e_quantiles = {name: share * (1 - BOUNDS_SHARE if name in bounded else 1.0) for name in numeric}
+    pure = sum(e_quantiles.values())
+    gaussian = len(categorical) + len(bounded)
+    d_column = split_epsilon(delta / 2, len(categorical)) if categorical else 0.0
+    rho_column = 0.0
+    if gaussian:
+        slack = delta - delta / 2 if categorical else delta  # what the partition thresholds leave of delta
+        rho = zcdp_rho_limit(subtract_epsilon(rest, pure), slack) * (1 - 1e-5)
+        rho_column = rho / gaussian
     entries: dict[str, dict[str, Any]] = {}
     out: list[Column] = []
     for name in names:
@@ -191,8 +201,8 @@ def derive_schema(
             continue
         kind = kinds[name]
         if kind.numeric:
-            column, entry = _numeric(name, kind.numbers(cells[name]), kind.whole, bounds.get(name), bins, e_column,
-                                     generator, accountant, kind.entry(e_kind))
+            column, entry = _numeric(name, kind.numbers(cells[name]), kind.whole, bounds.get(name), bins,
+                                     e_quantiles[name], rho_column, generator, accountant, kind.entry(e_kind))
         else:
             column, entry = _categorical(name, kind.texts(cells[name]), kind.present, rho_column, d_column, generator,
                                          accountant, kind.entry(e_kind))
@@ -276,25 +286,23 @@ def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: f
     return Categorical(name, (*labels, other), missing=True, other=other), entry
 
 
-def _numeric(name: str, values: np.ndarray, whole: bool, bounds, bins: int, epsilon: float,
+def _numeric(name: str, values: np.ndarray, whole: bool, bounds, bins: int, e_quantiles: float, rho: float,
              rng: np.random.Generator, accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
-    """Bounds (public, or from noisy magnitudes) and bins by DP quantiles inside them."""
-    entry["epsilon"] += epsilon
+    """Bounds (public, or from noisy magnitudes at ``rho``, zCDP) and bins by DP quantiles inside
+    them (``e_quantiles``, pure epsilon)."""
+    entry["epsilon"] += e_quantiles
     if bounds is not None:
         low, high = bounds
         source = "public bounds"
-        e_quantiles = epsilon
     else:
-        e_bounds = BOUNDS_SHARE * epsilon
-        found = private_bounds(values, e_bounds, integer=whole, rng=rng, accountant=accountant,
-                               note=f"{name}: bounds")
-        e_quantiles = subtract_epsilon(epsilon, e_bounds)
+        entry["rho"] = rho
+        found = private_bounds_zcdp(values, rho, integer=whole, rng=rng, accountant=accountant, note=f"{name}: bounds")
         if found is None:
-            entry.update(kind="numeric", how=f"left out: too few rows to bound it privately at epsilon={e_bounds:.3g} "
+            entry.update(kind="numeric", how=f"left out: too few rows to bound it privately at rho={rho:.3g} "
                                              "(give --bounds)")
             return None, entry
         low, high = found
-        source = f"private bounds (noisy magnitudes, epsilon={e_bounds:.3g})"
+        source = f"private bounds (noisy magnitudes, rho={rho:.3g})"
     if whole:
         low, high = math.floor(low), math.ceil(high)
     if not high > low:  # one bucket passed (a column of zeros, or a spike with a thin tail): one bin around it

@@ -20,7 +20,7 @@ from synth.privacy.mechanisms.partition import (
     partition_selection,
     partition_threshold,
 )
-from synth.privacy.mechanisms.quantiles import dp_quantiles, private_bounds
+from synth.privacy.mechanisms.quantiles import dp_quantiles, private_bounds, private_bounds_zcdp
 from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
 
 __all__ = [
@@ -41,4 +41,5 @@ __all__ = [
     "partition_selection",
     "partition_threshold",
     "private_bounds",
+    "private_bounds_zcdp",
 ]

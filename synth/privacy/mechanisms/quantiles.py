@@ -13,22 +13,23 @@ before sampling, charged at release), and take ``rng`` as every mechanism does.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from synth.privacy.accounting import split_epsilon
-from synth.privacy.mechanisms.discrete import discrete_laplace_noise
+from synth.privacy.mechanisms.discrete import discrete_gaussian_noise, discrete_laplace_noise
 from synth.privacy.mechanisms.exponential import exponential
-from synth.privacy.mechanisms.partition import partition_threshold
+from synth.privacy.mechanisms.partition import gaussian_partition_threshold, partition_threshold
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_epsilon, check_real
 
 if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant
 
-__all__ = ["dp_quantiles", "private_bounds", "BOUNDS_BETA", "bucket_edges"]
+__all__ = ["dp_quantiles", "private_bounds", "private_bounds_zcdp", "BOUNDS_BETA", "bucket_edges"]
 
 #: Candidate points: every integer of [lower, upper] up to this many, else a grid of about as many.
 INTEGER_CANDIDATES = 1_000_000
@@ -309,6 +310,45 @@ def private_bounds(
     passing = np.flatnonzero(noisy >= threshold)
     if accountant is not None:
         accountant.spend(epsilon, mechanism="private_bounds", note=note)
+    if passing.size == 0:
+        return None
+    return bucket_edges(int(passing[0]), integer)[0], bucket_edges(int(passing[-1]), integer)[1]
+
+
+def private_bounds_zcdp(
+    values: np.ndarray,
+    rho: float,
+    *,
+    integer: bool = False,
+    rng: np.random.Generator | int | None = None,
+    accountant: Accountant | None = None,
+    note: str = "",
+    threshold: float | None = None,
+) -> tuple[float, float] | None:
+    """``private_bounds`` with exact discrete Gaussian noise (sigma2 = 1 / (2 rho)) instead of
+    Laplace: rho-zCDP, charged as rho. The same fixed buckets, so every bucket has a noisy count
+    whatever the data; one row lies in one bucket, so the histogram moves by 1 in L2 (and the
+    bounds are post-processing). Over many columns the rhos add, so each column's noise grows
+    with the square root of their number, not linearly. Threshold: the least count a bucket
+    holding one row passes with probability at most ``BOUNDS_BETA`` / B
+    (``gaussian_partition_threshold``), as for the Laplace form (``threshold`` sets another:
+    it costs nothing, every bucket being noised)."""
+    array = _check_values(values)
+    integer = _check_bool(integer, "integer")
+    rho = check_epsilon(rho, "rho")
+    buckets = _bucket_count(integer)
+    sigma2 = Fraction(1) / (2 * Fraction(rho))
+    if threshold is None:
+        threshold = gaussian_partition_threshold(sigma2, BOUNDS_BETA / buckets)
+    elif not math.isfinite(check_real(threshold, "threshold")):
+        raise ValueError(f"threshold ({threshold!r}) must be finite")
+    if accountant is not None:
+        accountant.check(rho=rho, mechanism="private_bounds_zcdp", note=note)
+    counts = np.bincount(_buckets(array, integer), minlength=buckets)
+    noisy = counts + discrete_gaussian_noise(buckets, sigma2, make_rng(rng))
+    passing = np.flatnonzero(noisy >= threshold)
+    if accountant is not None:
+        accountant.spend(rho=rho, mechanism="private_bounds_zcdp", note=note)
     if passing.size == 0:
         return None
     return bucket_edges(int(passing[0]), integer)[0], bucket_edges(int(passing[-1]), integer)[1]
