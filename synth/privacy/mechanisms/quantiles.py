@@ -297,22 +297,13 @@ def private_bounds(
     integer = _check_bool(integer, "integer")
     epsilon = check_epsilon(epsilon)
     buckets = _bucket_count(integer)
-    if threshold is None:
-        threshold = partition_threshold(epsilon, BOUNDS_BETA / buckets)
-    else:
-        threshold = check_real(threshold, "threshold")
-        if not math.isfinite(threshold):
-            raise ValueError(f"threshold ({threshold!r}) must be finite")
+    threshold = _threshold(threshold) if threshold is not None else partition_threshold(epsilon, BOUNDS_BETA / buckets)
     if accountant is not None:
         accountant.check(epsilon, mechanism="private_bounds", note=note)
-    counts = np.bincount(_buckets(array, integer), minlength=buckets)
-    noisy = counts + discrete_laplace_noise(buckets, epsilon, 1, make_rng(rng))
-    passing = np.flatnonzero(noisy >= threshold)
+    noisy = _bucket_counts(array, integer) + discrete_laplace_noise(buckets, epsilon, 1, make_rng(rng))
     if accountant is not None:
         accountant.spend(epsilon, mechanism="private_bounds", note=note)
-    if passing.size == 0:
-        return None
-    return bucket_edges(int(passing[0]), integer)[0], bucket_edges(int(passing[-1]), integer)[1]
+    return _passing_bounds(noisy, threshold, integer)
 
 
 def private_bounds_zcdp(
@@ -340,15 +331,33 @@ def private_bounds_zcdp(
     sigma2 = Fraction(1) / (2 * Fraction(rho))
     if threshold is None:
         threshold = gaussian_partition_threshold(sigma2, BOUNDS_BETA / buckets)
-    elif not math.isfinite(check_real(threshold, "threshold")):
-        raise ValueError(f"threshold ({threshold!r}) must be finite")
+    else:
+        threshold = _threshold(threshold)
     if accountant is not None:
         accountant.check(rho=rho, mechanism="private_bounds_zcdp", note=note)
-    counts = np.bincount(_buckets(array, integer), minlength=buckets)
-    noisy = counts + discrete_gaussian_noise(buckets, sigma2, make_rng(rng))
-    passing = np.flatnonzero(noisy >= threshold)
+    noisy = _bucket_counts(array, integer) + discrete_gaussian_noise(buckets, sigma2, make_rng(rng))
     if accountant is not None:
         accountant.spend(rho=rho, mechanism="private_bounds_zcdp", note=note)
+    return _passing_bounds(noisy, threshold, integer)
+
+
+def _threshold(threshold: object) -> float:
+    """A caller's threshold for the bounds: a finite number."""
+    value = check_real(threshold, "threshold")
+    if not math.isfinite(value):
+        raise ValueError(f"threshold ({threshold!r}) must be finite")
+    return value
+
+
+def _bucket_counts(values: np.ndarray, integer: bool) -> np.ndarray:
+    """How many values fall in each of the fixed magnitude buckets."""
+    return np.bincount(_buckets(values, integer), minlength=_bucket_count(integer))
+
+
+def _passing_bounds(noisy: np.ndarray, threshold: float, integer: bool) -> tuple[float, float] | None:
+    """The outer edges of the lowest and highest buckets whose noisy count reaches the
+    threshold, or None when none does (post-processing of the noisy histogram)."""
+    passing = np.flatnonzero(noisy >= threshold)
     if passing.size == 0:
         return None
     return bucket_edges(int(passing[0]), integer)[0], bucket_edges(int(passing[-1]), integer)[1]
