@@ -294,6 +294,23 @@ def load_schema(schema_file: str, columns: str | None):
         raise click.BadParameter(f"{exc} (in {schema_file})", param_hint="--columns") from None
 
 
+def bounds_option(help: str):
+    """``--bounds COLUMN=LOW:HIGH`` (repeatable): public bounds of numeric columns for a schema
+    derived under DP, parsed into ``{column: (low, high)}``."""
+
+    def parse(ctx, param, items):
+        if not items:
+            return {}
+        from synth.data.derive import parse_bounds
+
+        try:
+            return parse_bounds(items)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.option("--bounds", "bounds", multiple=True, metavar="COLUMN=LOW:HIGH", callback=parse, help=help)
+
+
 def load_workload(workload_file: str | None, schema):
     """The --workload file over ``schema``; without one, the default workload (the Python API's:
     ``Workload.default``, every 3-way marginal), and a note that says so."""

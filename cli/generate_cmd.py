@@ -8,6 +8,7 @@ import click
 
 from ._common import (
     SectionedCommand,
+    bounds_option,
     BETA,
     DELTA,
     EPSILON,
@@ -60,8 +61,7 @@ HELP_SECTIONS = {
 @click.option("--schema-share", type=CheckedFloat("check_probability", "schema-share"), default=None,
               help="Without --schema: the share of --epsilon and --delta spent deriving the schema (default 0.2); "
                    "the run gets the rest.")
-@click.option("--bounds", "bounds", multiple=True, metavar="COLUMN=LOW:HIGH",
-              help="Without --schema: public bounds of a numeric column (repeatable), e.g. age=0:120.")
+@bounds_option("Without --schema: public bounds of a numeric column (repeatable), e.g. age=0:120.")
 @click.option("--missing-token", "missing_tokens", multiple=True, metavar="TOKEN",
               help="Without --schema: a cell text that means a missing value, such as '?' (repeatable).")
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False),
@@ -264,19 +264,15 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
     schema, its selection, and the epsilon and delta left for the run."""
     import numpy as np
 
-    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema, parse_bounds
+    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
     from synth.privacy.accounting import subtract_epsilon
 
     if not delta > 0:
         raise click.UsageError("without --schema the schema is derived under DP, which needs --delta > 0 (e.g. "
                                "--delta 1e-9: partition selection keeps a value held by one row with probability at "
                                "most its share); or give --schema with what you know publicly")
-    try:
-        public_bounds = parse_bounds(bounds)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bounds") from None
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else schema_share
-    derived = derive_schema(data, share * epsilon, share * delta, bounds=public_bounds, missing_tokens=missing_tokens,
+    derived = derive_schema(data, share * epsilon, share * delta, bounds=bounds, missing_tokens=missing_tokens,
                             columns=columns.split(",") if columns else None,
                             rng=None if seed is None else np.random.default_rng([seed, 2]))
     note(f"no --schema: deriving one under DP with {share:g} of the budget (--schema-share); give --schema (a partial "

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import DELTA, EPSILON, columns_option, load_schema, note, output_option, seed_option, warn, write_output
+from ._common import (
+    DELTA, EPSILON, bounds_option, columns_option, load_schema, note, output_option, seed_option, warn, write_output,
+)
 from ._outputs import check_outputs, force_option
 
 
@@ -32,8 +34,7 @@ def schema() -> None:
 @click.option("--schema", "partial", type=click.Path(exists=True, dir_okay=False),
               help="With --epsilon: a schema of the columns you can describe publicly; they are kept as they are "
                    "and cost nothing, the others are derived.")
-@click.option("--bounds", "bounds", multiple=True, metavar="COLUMN=LOW:HIGH",
-              help="With --epsilon: public bounds of a numeric column (repeatable), e.g. age=0:120; otherwise "
+@bounds_option("With --epsilon: public bounds of a numeric column (repeatable), e.g. age=0:120; otherwise "
                    "they are derived privately (values outside are clipped into the edge bins).")
 @click.option("--max-categories", type=click.IntRange(1),
               help="Without --epsilon: numeric columns with at most this many distinct values become categorical "
@@ -48,7 +49,8 @@ def schema() -> None:
 @columns_option
 @force_option
 def infer(data: str, output: str, epsilon: float | None, delta: float | None, partial: str | None,
-          bounds: tuple[str, ...], max_categories: int | None, bins: int | None, missing_tokens: tuple[str, ...],
+          bounds: dict[str, tuple[float, float]], max_categories: int | None, bins: int | None,
+          missing_tokens: tuple[str, ...],
           seed: int | None, columns: str | None, force: bool) -> None:
     """Build a schema from DATA: under differential privacy with --epsilon, else NOT private.
 
@@ -104,16 +106,12 @@ def _derive(data, output, epsilon, delta, partial, bounds, max_categories, bins,
     if max_categories is not None:
         raise click.UsageError("--max-categories applies without --epsilon (a derived column's values are those "
                                "partition selection keeps)")
-    from synth.data.derive import DEFAULT_BINS, derive_schema, parse_bounds
+    from synth.data.derive import DEFAULT_BINS, derive_schema
     from synth.data.schema import Schema
 
-    try:
-        public_bounds = parse_bounds(bounds)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bounds") from None
     delta = DEFAULT_DERIVE_DELTA if delta is None else delta
     public = Schema.load(partial) if partial else ()
-    derived = derive_schema(data, epsilon, delta, public=public, bounds=public_bounds, bins=bins or DEFAULT_BINS,
+    derived = derive_schema(data, epsilon, delta, public=public, bounds=bounds, bins=bins or DEFAULT_BINS,
                             missing_tokens=missing_tokens, columns=columns.split(",") if columns else None, rng=seed)
     write_output(output, lambda handle: handle.write(derived.schema.to_json_text()))
     for line in derived.describe():
