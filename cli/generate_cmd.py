@@ -220,11 +220,9 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
     for message in release.warnings:
         warn(message)
     model, accountant, lines = release.model, release.accountant, release.summary
-    total = _with_derivation(selected, mechanism, accountant)
-    if total is not None:  # the schema was derived under DP: the release's record counts that cost too
-        import dataclasses
+    from synth.engines.release import with_schema_cost
 
-        model = dataclasses.replace(model, privacy=total)
+    model = with_schema_cost(model, selected, accountant, mechanism)  # a schema derived under DP counts too
     import numpy as np
 
     from synth._io import output_group
@@ -250,8 +248,8 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
     n_text = f"n={model.rows:,.0f} ({'public' if model.rows_public else 'noisy count, bought from the budget'})"
     note(f"{mechanism}: privacy spent epsilon={spent.epsilon:.6g}, delta={spent.delta:g} of epsilon={epsilon:g}; "
          f"{n_text}")
-    if total is not None:
-        derived = selected.derivation
+    if selected.derivation:
+        derived, total = selected.derivation, model.privacy
         note(f"total with the schema's derivation (epsilon={derived['epsilon']:.6g}, delta={derived['delta']:g}): "
              f"epsilon={total['spent']['epsilon']:.6g}, delta={total['spent']['delta']:g} (basic composition); "
              "the model file records both")
@@ -281,20 +279,6 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
         note(line)
     left_delta = delta - derived.delta
     return derived.schema, derived.schema, subtract_epsilon(epsilon, derived.epsilon), max(left_delta, 0.0)
-
-
-def _with_derivation(schema, mechanism: str, accountant) -> dict | None:
-    """The privacy record of the schema's derivation (when it was derived under DP) followed by
-    this run, or None for a public schema."""
-    record = schema.derivation
-    if not record:
-        return None
-    from synth.privacy.accounting import Accountant, sequential_record
-
-    if not record.get("privacy"):
-        raise click.ClickException("the schema says it was derived under DP but carries no ledger of what that "
-                                   "spent: derive it again with synth schema infer --epsilon")
-    return sequential_record([("schema derivation", Accountant.from_dict(record["privacy"])), (mechanism, accountant)])
 
 
 #: A synthetic table from the default row count larger than this must be asked for by size.

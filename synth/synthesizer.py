@@ -16,7 +16,6 @@ noisy count is bought from the budget.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -28,10 +27,11 @@ import pandas as pd
 from synth.data.schema import INFERRED_DESCRIPTION, Schema
 from synth.data.workload import Workload
 from synth.engines.registry import make_config, make_engine, options_of
+from synth.engines.release import with_schema_cost
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.models.model import Model
 from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
-from synth.privacy.accounting import Budget, sequential_record, subtract_epsilon
+from synth.privacy.accounting import Budget, subtract_epsilon
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
@@ -108,15 +108,14 @@ class Synthesizer:
         if self.model is not None:
             raise SynthError(f"this synthesizer has already spent its budget (epsilon={self.epsilon:g}) on a fit; "
                              "create a new one for another release (and count both budgets)")
-        budget, derivation = self.budget, None
+        budget = self.budget
         if schema is None:
-            if isinstance(data, pd.DataFrame) or isinstance(data, (str, os.PathLike)):
-                derivation = derive_schema(_data_source(data), schema_share * budget.epsilon,
-                                           schema_share * budget.delta, bounds=bounds, missing_tokens=missing_tokens,
-                                           columns=columns.split(",") if isinstance(columns, str) else columns,
-                                           rng=_child(self._rng))
-            else:
+            if not isinstance(data, (pd.DataFrame, str, os.PathLike)):
                 raise SynthError("a schema is derived from a pandas DataFrame or a file: give schema= for a Dask one")
+            derivation = derive_schema(_data_source(data), schema_share * budget.epsilon, schema_share * budget.delta,
+                                       bounds=bounds, missing_tokens=missing_tokens,
+                                       columns=columns.split(",") if isinstance(columns, str) else columns,
+                                       rng=_child(self._rng))
             budget = Budget(subtract_epsilon(budget.epsilon, derivation.epsilon),
                             max(budget.delta - derivation.delta, 0.0))
             schema = derivation.schema
@@ -138,11 +137,8 @@ class Synthesizer:
         if full.inferred:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         release = engine.run(counts, budget, self._rng)
-        self.model = release.model
-        if derivation is not None:  # the release's record counts the schema's derivation too
-            record = sequential_record([("schema derivation", derivation.accountant),
-                                        (self.mechanism, release.accountant)])
-            self.model = dataclasses.replace(self.model, privacy=record)
+        # a schema derived under DP (here, or a derived schema file) counts in the release's record too
+        self.model = with_schema_cost(release.model, selected, release.accountant, self.mechanism)
         return self
 
     def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike | None = None,

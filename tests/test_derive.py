@@ -192,3 +192,17 @@ def test_generate_without_a_schema_derives_one_with_a_stated_share(tmp_path):
     with_schema = CliRunner().invoke(main, [*base[:-2], "--delta", "1e-9", "--schema", str(tmp_path / "s.json"),
                                             "-o", str(tmp_path / "o2.csv")])
     assert with_schema.exit_code == 2 and "--bounds apply without --schema" in with_schema.stderr
+
+
+def test_the_synthesizer_counts_a_derived_schema_file_too(tmp_path):
+    """A schema derived earlier (a file with its derivation) costs a Synthesizer run as it costs
+    synth generate: the release's record holds both ledgers."""
+    import synth
+
+    frame = passengers(2000, seed=13)
+    derived = derive_schema(frame, 0.5, 1e-9, bounds={"Age": (0, 100)}, columns=["Sex", "Pclass", "Age"], rng=6)
+    derived.schema.save(tmp_path / "s.json")
+    synthesizer = synth.Synthesizer.create("mwem", epsilon=1.0, rng=7).fit(frame, schema=tmp_path / "s.json")
+    privacy = synthesizer.model.privacy
+    assert privacy["spent"]["epsilon"] == pytest.approx(1.0 + derived.epsilon, rel=1e-6)
+    assert any(c["note"].startswith("schema derivation: Age") for c in privacy["charges"])

@@ -9,6 +9,7 @@ step that reads the data (a scan's counts) and spends the budget: plan, measure,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -16,11 +17,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from synth.data.counts import Data
+from synth.data.schema import Schema
 from synth.engines.estimate import Estimate
+from synth.errors import SynthError
 from synth.models.model import Model
-from synth.privacy.accounting import Accountant, Budget
+from synth.privacy.accounting import Accountant, Budget, sequential_record
 
-__all__ = ["Engine", "Progress", "Release", "describe_representation"]
+__all__ = ["Engine", "Progress", "Release", "describe_representation", "with_schema_cost"]
 
 #: ``progress(step, fraction_done)``: called as a run goes (the CLI's bar; never given the data).
 Progress = Callable[[int, float], None]
@@ -52,6 +55,20 @@ class Engine(Protocol):
 
     def run(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
             progress: Progress | None = None) -> Release: ...
+
+
+def with_schema_cost(model: Model, schema: Schema, accountant: Accountant, mechanism: str) -> Model:
+    """``model`` with a privacy record that also counts the schema's derivation, when the schema
+    was derived under DP (its ledger in ``schema.derivation``): the two releases compose
+    (``sequential_record``). A public schema leaves the model as it is."""
+    record = schema.derivation
+    if not record:
+        return model
+    if not record.get("privacy"):
+        raise SynthError("the schema says it was derived under DP but carries no ledger of what that spent: derive "
+                         "it again with synth schema infer --epsilon")
+    parts = [("schema derivation", Accountant.from_dict(record["privacy"])), (mechanism, accountant)]
+    return dataclasses.replace(model, privacy=sequential_record(parts))
 
 
 def describe_representation(representation: str, model_cells: int, universe: int) -> str:
