@@ -263,7 +263,7 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
     import numpy as np
 
     from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
-    from synth.privacy.accounting import subtract_epsilon
+    from synth.privacy.accounting import Budget
 
     if not delta > 0:
         raise click.UsageError("without --schema the schema is derived under DP, which needs --delta > 0 (e.g. "
@@ -277,8 +277,8 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
          "one is fine, through synth schema infer --epsilon --schema) or --bounds for what you know publicly")
     for line in derived.describe():
         note(line)
-    left_delta = delta - derived.delta
-    return derived.schema, derived.schema, subtract_epsilon(epsilon, derived.epsilon), max(left_delta, 0.0)
+    left = derived.left_of(Budget(epsilon, delta))
+    return derived.schema, derived.schema, left.epsilon, left.delta
 
 
 #: A synthetic table from the default row count larger than this must be asked for by size.

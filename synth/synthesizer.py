@@ -31,7 +31,7 @@ from synth.engines.release import with_schema_cost
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.models.model import Model
 from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
-from synth.privacy.accounting import Budget, subtract_epsilon
+from synth.privacy.accounting import Budget
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
@@ -116,8 +116,7 @@ class Synthesizer:
                                        bounds=bounds, missing_tokens=missing_tokens,
                                        columns=columns.split(",") if isinstance(columns, str) else columns,
                                        rng=_child(self._rng))
-            budget = Budget(subtract_epsilon(budget.epsilon, derivation.epsilon),
-                            max(budget.delta - derivation.delta, 0.0))
+            budget = derivation.left_of(budget)
             schema = derivation.schema
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         selected = full.select(columns)

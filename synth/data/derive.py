@@ -52,7 +52,7 @@ import pandas as pd
 from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
 from synth.data.schema import Categorical, Column, Numeric, Schema
 from synth.errors import DataError, SchemaError
-from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
+from synth.privacy.accounting import Accountant, Budget, split_epsilon, subtract_epsilon
 from synth.privacy.composition import zcdp_rho_limit
 from synth.privacy.mechanisms import (
     discrete_laplace, dp_quantiles, gaussian_partition_selection, private_bounds_zcdp,
@@ -99,6 +99,10 @@ class Derivation:
     public: list[str] = field(default_factory=list)
     excluded: dict[str, str] = field(default_factory=dict)
     accountant: Accountant | None = None
+
+    def left_of(self, budget: Budget) -> Budget:
+        """What a run's ``budget`` leaves for the run after this derivation's cost."""
+        return Budget(subtract_epsilon(budget.epsilon, self.epsilon), max(budget.delta - self.delta, 0.0))
 
     def record(self) -> dict[str, Any]:
         """The record a schema file carries (JSON-ready)."""
