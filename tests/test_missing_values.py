@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from synth_cli.main import main
-from synth._kernels.scan import EMPTY, pack_column, parse_int_lines
+from synth._kernels.scan import EMPTY, pack_column
 from synth.data import reading
 from synth.data.infer import infer_schema
 from synth.data.reading import decode, encode, read, scan
@@ -23,7 +23,7 @@ from synth.data.workload import Workload
 from synth.errors import DataError, SchemaError, WorkloadError
 from synth.models.synthetic import decode_rows, write_synthetic
 
-from .test_plain_csv import random_lines, reference_parse
+from .test_plain_csv import assert_parser_matches_reference, random_lines
 
 SCHEMA = Schema((Numeric("age", (18, 40, 65, 90), missing=True),
                  Categorical("region", ("north", "south"), missing=True),
@@ -273,21 +273,8 @@ def test_line_parser_with_empty_fields_matches_the_python_reference(seed):
     for k, f in enumerate(read_fields):
         field_column[f] = k
     empty_ok = rng.random(len(read_fields)) < 0.6
-    capacity = int(rng.integers(1, 15))
-    out = np.full((len(read_fields), capacity), -7, dtype=np.int64)
-    rows, end, _ = parse_int_lines(np.frombuffer(buf, dtype=np.uint8), 0, n_fields,
-                                   np.array(field_column, dtype=np.int64), out, final, empty_ok)
-    expected = reference_parse(buf, 0, n_fields, field_column, capacity, final,
-                               empty_ok={k for k in range(len(read_fields)) if empty_ok[k]})
-    if expected is None:
-        assert rows == -1, buf
-        return
-    if rows == -1:  # only for a partial last line that already shows it is irregular
-        assert not final and expected[0] < capacity and b"\n" not in buf[expected[1]:], buf
-        return
-    assert (rows, end) == expected[:2], buf
-    np.testing.assert_array_equal(out[:, :rows].T,
-                                  np.array(expected[2], dtype=np.int64).reshape(rows, len(read_fields)))
+    assert_parser_matches_reference(buf, n_fields, field_column, int(rng.integers(1, 15)), final, fill=-7,
+                                    empty_ok=empty_ok)
 
 
 def test_pack_column_writes_empty_fields_as_the_missing_code_only_when_asked():
