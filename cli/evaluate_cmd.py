@@ -72,6 +72,10 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
     release is scaled to (the model's rows, the synthetic table's row count; n for an
     answers CSV). The folder appears only when complete.
 
+    When the schema declares constraints, summary.json's constraints gives, per constraint,
+    the share of the release's rows that break it (a model's mass on them; an answers CSV has
+    none to give) and, for reference, of the real rows (NON-PRIVATE).
+
     NON-PRIVATE: the report READS THE PRIVATE DATA (it computes the exact answers and the
     baselines). It is for the data owner only; never release it.
 
@@ -111,10 +115,12 @@ def evaluate(data, schema_file, workload_file, model_file, synthetic_file, answe
 
 def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answers_file, monitor_file, columns,
               quiet, output, bad_rows, target=None, test_file=None) -> None:
+    from synth.data.constraints import constraint_subsets
     from synth.data.reading import scan
     from synth.report.evaluate import (
         add_model_record,
         baselines_text,
+        constraints_text,
         evaluate,
         read_answers,
         read_synthetic,
@@ -162,7 +168,8 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
             warn(f"{monitor_file} is from a run with L={fmt(monitor.updates_allowed, COUNT)} but {model_file} has "
                  f"L={fmt(planned, COUNT)}: are they from the same run?")
     with progress(f"reading {data}", quiet, "rows") as update:
-        truth = scan(data, full, queries.subsets, columns=columns, progress=update, bad_rows=bad_rows)
+        truth = scan(data, full, [*queries.subsets, *constraint_subsets(selected)], columns=columns, progress=update,
+                     bad_rows=bad_rows)
     for name, count in truth.clipped.items():
         note(f"column {name!r}: {fmt(count, COUNT)} rows of {data} outside the bin edges were clipped into the "
              "edge bins")
@@ -183,6 +190,8 @@ def _evaluate(data, schema_file, workload_file, model_file, synthetic_file, answ
     summary = evaluation.summary()
     note(f"{released.kind}: {release_text(summary)}")
     note(baselines_text(summary))
+    for line in constraints_text(evaluation):
+        note(line)
     if fidelity is not None:
         from synth.report.columns import fidelity_text
 

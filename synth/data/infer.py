@@ -5,11 +5,15 @@ that someone has it; min and max edges show extreme values). The CLI says so lou
 should review the schema or replace it with public knowledge.
 
 A column with any missing cell (empty, or one of ``missing_tokens``) gets ``missing=True``:
-its missing values are a code of their own, not bad rows.
+its missing values are a code of their own, not bad rows. A binned column of decimals records
+the most decimal places its cells are written with (``digits``), and a column of ISO dates or
+timestamps with more distinct values than ``max_categories`` is binned in days or seconds
+(``time``; ``synth.data.values``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -23,6 +27,7 @@ from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_
 from synth.data.schema import (
     SHOWN_CHARS, Categorical, Column, Numeric, Schema, check_missing_tokens, shown_value,
 )
+from synth.data.values import MAX_DIGITS, decimal_places, parse_times
 from synth.errors import DataError, SchemaError
 
 __all__ = ["infer_schema", "MAX_TEXT_CATEGORIES"]
@@ -46,6 +51,10 @@ class _ColumnStats:
         self.present = 0
         self.absent = 0  # missing cells (empty, or a missing token)
         self.unfit: tuple[int, str] | None = None  # the first (row, problem) of a number infer cannot write
+        self.places = 0  # the most decimal places of a number
+        self.time: str | None = "date"  # every cell an ISO date ("date"), or timestamp ("datetime"), or neither
+        self.first_second = np.inf  # the earliest and latest time, in seconds since 1970-01-01
+        self.last_second = -np.inf
 
     def add(self, values: pd.Series) -> None:
         total = len(values)
@@ -61,10 +70,29 @@ class _ColumnStats:
                 self.integral = self.integral and bool((numbers == np.floor(numbers)).all())
                 self.low = min(self.low, float(numbers.min()))
                 self.high = max(self.high, float(numbers.max()))
+                if not self.integral:
+                    self.places = max(self.places, decimal_places(values))
+        if self.time is not None and len(values):
+            self._add_times(values)
         if not self.overflow:
             self.distinct.update(values.unique().tolist())
             if len(self.distinct) > self.limit:
                 self.overflow = True
+
+    def _add_times(self, texts: pd.Series) -> None:
+        """Narrow ``time`` to what every cell so far is (a date, a timestamp, or neither), and
+        widen the span of times."""
+        if parse_times(texts.iloc[:1], "datetime")[1][0]:  # the first is no time: the column is not one
+            self.time = None
+            return
+        seconds, bad = parse_times(texts, "datetime")
+        if bad.any():
+            self.time = None
+            return
+        if self.time == "date" and parse_times(texts, "date")[1].any():
+            self.time = "datetime"
+        self.first_second = min(self.first_second, float(seconds.min()))
+        self.last_second = max(self.last_second, float(seconds.max()))
 
     def _check_range(self, texts: pd.Series, numbers: np.ndarray) -> None:
         """Remember the first cell (its row, from 1) that a numeric schema could not hold as
@@ -159,10 +187,12 @@ def _column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path
         return column
     if isinstance(column, Categorical):
         return Categorical(name, column.values, missing=True)
-    return Numeric(name, column.edges, missing=True)
+    return dataclasses.replace(column, missing=True)
 
 
 def _values_column(name: str, stats: _ColumnStats, max_categories: int, bins: int, path) -> Column:
+    if not stats.numeric and stats.time is not None and (stats.overflow or len(stats.distinct) > max_categories):
+        return _time_column(name, stats, bins)
     if not stats.numeric:
         if stats.overflow:
             raise SchemaError(
@@ -181,4 +211,18 @@ def _values_column(name: str, stats: _ColumnStats, max_categories: int, bins: in
         step = max(1, math.ceil((stats.high - stats.low + 1) / bins))
         return Numeric(name, tuple(int(stats.low) + step * i for i in range(bins + 1)))
     edges = np.linspace(stats.low, stats.high, bins + 1)
-    return Numeric(name, tuple(float(e) for e in edges))
+    if stats.places > MAX_DIGITS:  # more places than a float holds: no rounding
+        return Numeric(name, tuple(float(e) for e in edges))
+    # edges on the data's grid (the first and last are data values): every bin holds a value with those places
+    edges = np.unique(np.round(edges, stats.places))
+    return Numeric(name, tuple(float(e) for e in edges), digits=stats.places)
+
+
+def _time_column(name: str, stats: _ColumnStats, bins: int) -> Numeric:
+    """Equal bins of whole days (a date column) or seconds (a timestamp column) from the
+    first time to the last."""
+    per_unit = 86_400 if stats.time == "date" else 1
+    low = math.floor(stats.first_second / per_unit)
+    high = math.ceil(stats.last_second / per_unit)
+    step = max(1, math.ceil((high - low + 1) / bins))
+    return Numeric(name, tuple(low + step * i for i in range(bins + 1)), time=stats.time)

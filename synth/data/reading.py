@@ -36,6 +36,7 @@ from synth.data.schema import (
     Categorical, Coded, Column, Numeric, Schema, _list_preview, format_value, shown_value,
 )
 from synth.data.tables import DEFAULT_MAX_CELLS
+from synth.data.values import parse_times, time_problem
 from synth.errors import DataError, locate, non_private
 
 __all__ = ["BAD_ROWS", "Encoded", "check_bad_rows", "code_dtype", "encode", "encode_csv_lines", "iter_encoded",
@@ -290,6 +291,10 @@ def _encode_values(series: pd.Series, column: Column, problems: _Problems) -> tu
         return _encode_labels(series, column, problems), none
     if isinstance(column, Coded) and isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu":
         return _check_codes(series.to_numpy(), column, problems), none  # fast path: plain integers
+    if isinstance(column, Numeric) and column.time is not None:
+        values = _times(series, column, problems)
+        codes, clipped = column.bin_codes(np.where(problems.mask, column.edges[0], values))
+        return codes, np.asarray(clipped, dtype=bool)
     if isinstance(column, Numeric) and pd.api.types.is_bool_dtype(series.dtype):
         problems.add(np.ones(len(series), dtype=bool),
                      lambda i: f"non-numeric value {_shown(series.iloc[i])}: the column holds booleans, and a numeric "
@@ -344,10 +349,14 @@ def _check_kind(series: pd.Series, column: Column, source: object) -> None:
     kind = getattr(series.dtype, "kind", "O")
     if kind not in "mM" or (isinstance(column, Categorical) and not column.numeric_labels):
         return
+    if kind == "M" and isinstance(column, Numeric) and column.time is not None:
+        return  # a time column reads timestamps
     what = "timestamps" if kind == "M" else "durations"
     wants = "integer codes" if isinstance(column, Coded) else "numbers"
     raise DataError(locate(f"holds {what} ({series.dtype}), but the schema's {column.kind} column reads {wants}; "
-                           f"convert the {what} to numbers first (e.g. years or days), or make the column categorical",
+                           f"convert the {what} to numbers first (e.g. years or days), or make the column categorical"
+                           + ("" if kind == "m" or not isinstance(column, Numeric) else
+                              ", or give it \"time\": \"date\" or \"datetime\""),
                            file=source, column=column.name))
 
 
@@ -406,6 +415,21 @@ def _numbers(series: pd.Series, problems: _Problems) -> np.ndarray:
 
     problems.add(np.isnan(values) & ~absent, describe)
     problems.add(np.isinf(values), describe_inf)
+    return values
+
+
+def _times(series: pd.Series, column: Numeric, problems: _Problems) -> np.ndarray:
+    """Float64 days or seconds since 1970-01-01 of a time column's cells: ISO texts, dates or
+    timestamps (``synth.data.values.parse_times``); missing or unparsable cells are bad, and
+    so are numbers (a count of days or seconds is not told from a year or an amount)."""
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
+        problems.add(np.ones(len(series), dtype=bool),
+                     lambda i: f"{time_problem(series.iloc[i], column.time)}: the column holds numbers, and its schema "
+                               f"reads {column.time}s; write them in ISO form, or drop the column's 'time'")
+        return np.zeros(len(series))
+    values, bad = parse_times(series, column.time)
+    problems.add(np.isnan(values) & ~bad, lambda i: "missing value")
+    problems.add(bad, lambda i: time_problem(series.iloc[i], column.time))
     return values
 
 
@@ -669,7 +693,9 @@ def encode_csv_lines(lines: bytes, header: list[str], selected: Schema, *, sourc
 
 def _encode_csv(handle, source, header: list[str], selected: Schema, chunk_rows: int, bad_rows: str,
                 header_read: bool = False) -> Iterator[Encoded]:
-    dtypes = {c.name: "category" for c in selected if isinstance(c, Categorical) and not c.numeric_labels}
+    # text labels, and a time column's ISO texts (each distinct one parsed once), as categories
+    dtypes = {c.name: "category" for c in selected if (isinstance(c, Categorical) and not c.numeric_labels)
+              or (isinstance(c, Numeric) and c.time is not None)}
     rows = 0
     names = list(selected.names)
     for frame in _csv_frames(handle, source, header, selected, dtypes, chunk_rows, bad_rows == "drop",

@@ -19,6 +19,7 @@ The universe U is the product of the column sizes; a row's cell index is the mix
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -29,9 +30,11 @@ from typing import Any, ClassVar, Union
 import numpy as np
 
 from synth._io import atomic_write, read_json
+from synth.data.values import MAX_DIGITS, TIME_FORMS, TIME_UNITS, format_times, grid_bounds, parse_times
+from synth.data.constraints import check_constraints
 from synth.errors import SchemaError
 
-__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "check_missing_tokens", "format_value",
+__all__ = ["Categorical", "Numeric", "Coded", "Column", "Schema", "ROLES", "check_missing_tokens", "format_value",
            "shown_value"]
 
 _INT64_MAX = 2**63 - 1
@@ -291,29 +294,95 @@ class Numeric(_MissingCode):
     The last bin is closed, ``[e_{k-1}, e_k]``. Data values below ``e_0`` or above ``e_k`` are
     clipped into the first or last bin and counted as clipped. Decoding gives each bin's
     midpoint. With ``missing``, code ``k`` (after the last bin) is a missing value.
+
+    ``digits`` (public): the decimal places the column's values are written with; a synthetic
+    value then has that many places (0: an integer), drawn among those inside its bin. ``time``
+    (``"date"`` or ``"datetime"``): the cells are ISO dates or timestamps, read as days or
+    seconds since 1970-01-01 (``synth.data.values``); the edges are in those units (ISO texts
+    are taken too), and synthetic values are whole days or seconds written back in ISO form.
+    Either way every bin must hold at least one such value.
     """
 
     name: str
     edges: tuple
     missing: bool = field(default=False, kw_only=True)
+    digits: int | None = field(default=None, kw_only=True)
+    time: str | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "numeric"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "edges", tuple(self.edges))
         _check_name(self.name)
         _check_missing(self.name, self.missing)
         object.__setattr__(self, "missing", bool(self.missing))
+        if self.time is not None and not (isinstance(self.time, str) and self.time in TIME_UNITS):
+            raise SchemaError(f"column {self.name!r}: time ({self.time!r}) must be one of: "
+                              f"{', '.join(map(repr, TIME_UNITS))} (or absent)")
+        if self.digits is not None and (not isinstance(self.digits, (int, np.integer)) or isinstance(self.digits, bool)
+                                        or not 0 <= self.digits <= MAX_DIGITS):
+            raise SchemaError(f"column {self.name!r}: digits ({self.digits!r}) must be an integer from 0 to "
+                              f"{MAX_DIGITS} (decimal places), or absent")
+        if self.digits is not None and self.time is not None:
+            raise SchemaError(f"column {self.name!r}: a time column holds whole days or seconds; drop 'digits'")
+        object.__setattr__(self, "digits", None if self.digits is None else int(self.digits))
+        object.__setattr__(self, "edges", tuple(self._edge_number(e) for e in self.edges)
+                           if self.time is not None else tuple(self.edges))
         if len(self.edges) < 2:
             raise SchemaError(f"column {self.name!r}: a numeric column needs at least two bin edges")
         for edge in self.edges:
             if not _is_number(edge) or not _float_sized(edge) or not math.isfinite(edge):
-                raise SchemaError(f"column {self.name!r}: bin edge {edge!r} must be a finite number")
+                hint = " (give the column \"time\": \"date\" or \"datetime\" to write dates)" \
+                    if isinstance(edge, str) and self.time is None else ""
+                raise SchemaError(f"column {self.name!r}: bin edge {edge!r} must be a finite number{hint}")
         for a, b in zip(self.edges, self.edges[1:]):
             if not a < b:
                 raise SchemaError(
-                    f"column {self.name!r}: bin edges must increase strictly, but {a!r} is followed by {b!r}"
+                    f"column {self.name!r}: bin edges must increase strictly, but {self._edge_text(a)} is followed "
+                    f"by {self._edge_text(b)}"
                 )
         _check_total(self)
+        if self.grid is not None:
+            first, last = self.grid_codes
+            empty = np.flatnonzero(first > last)
+            if empty.size:
+                what = f"no value with {self.digits} decimal places" if self.time is None else \
+                    f"no whole {'day' if self.time == 'date' else 'second'}"
+                raise SchemaError(f"column {self.name!r}: bin {self.interval(int(empty[0]), int(empty[0]))} holds "
+                                  f"{what}; move or merge its edges")
+
+    def _edge_number(self, edge: Any) -> Any:
+        """An edge of a time column as a number: an ISO text (or a date) parsed, whole values as
+        ints (so they are written back as ISO texts)."""
+        if _is_number(edge) or isinstance(edge, bool):
+            return edge
+        values, bad = parse_times([edge], self.time)
+        if bad[0] or math.isnan(values[0]):
+            raise SchemaError(f"column {self.name!r}: bin edge {edge!r} must be a number or "
+                              f"{'a date' if self.time == 'date' else 'a date and time'} ({TIME_FORMS[self.time]})")
+        return int(values[0]) if float(values[0]).is_integer() else float(values[0])
+
+    def _edge_text(self, edge: Any) -> str:
+        """An edge as messages and descriptions show it: ISO for a time column."""
+        if self.time is not None and _is_number(edge) and math.isfinite(edge):
+            return str(format_times([edge], self.time)[0]) if float(edge).is_integer() else format_value(edge)
+        return format_value(edge)
+
+    @property
+    def grid(self) -> float | None:
+        """The grid synthetic values lie on, as values per unit: ``10**digits``, 1 for a time
+        column (whole days or seconds), or None (any value)."""
+        if self.time is not None:
+            return 1.0
+        return None if self.digits is None else float(10**self.digits)
+
+    @property
+    def grid_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per bin, the first and last multiple k of ``1 / grid`` inside it, as the integers k
+        (``synth.data.values.grid_bounds``); only for a column with a grid."""
+        cache = self.__dict__.get("_grid_cache")
+        if cache is None:
+            cache = grid_bounds(self.edge_array, self.grid)
+            object.__setattr__(self, "_grid_cache", cache)
+        return cache
 
     @property
     def n_values(self) -> int:
@@ -336,6 +405,7 @@ class Numeric(_MissingCode):
         """The bin that holds ``value``; it must lie within the edges (None: the missing code)."""
         if value is None:  # JSON null
             return self._missing_code_of()
+        value = self._time_value(value)
         if not _is_number(value):
             raise ValueError(f"value {value!r} is not a number")
         if not self.edges[0] <= value <= self.edges[-1]:
@@ -348,6 +418,7 @@ class Numeric(_MissingCode):
     def codes_in_range(self, lo: Any, hi: Any) -> np.ndarray:
         """Bins that lie wholly inside ``[lo, hi]`` (so a count never includes values outside)."""
         self._refuse_missing_bounds(lo, hi)
+        lo, hi = self._time_value(lo), self._time_value(hi)
         for v in (lo, hi):
             if not _is_number(v):
                 raise ValueError(f"range bound {v!r} is not a number")
@@ -362,9 +433,19 @@ class Numeric(_MissingCode):
             )
         return inside
 
+    def _time_value(self, value: Any) -> Any:
+        """A query's ISO text as a number, in a time column (anything else as it is)."""
+        if self.time is None or not isinstance(value, str):
+            return value
+        values, bad = parse_times([value], self.time)
+        if bad[0] or math.isnan(values[0]):
+            raise ValueError(f"value {value!r} is not {'a date' if self.time == 'date' else 'a date and time'} "
+                             f"({TIME_FORMS[self.time]})")
+        return float(values[0])
+
     def interval(self, first: int, last: int) -> str:
         close = "]" if last == self.n_values - 1 else ")"
-        return f"[{format_value(self.edges[first])}, {format_value(self.edges[last + 1])}{close}"
+        return f"[{self._edge_text(self.edges[first])}, {self._edge_text(self.edges[last + 1])}{close}"
 
     def describe(self, codes: np.ndarray) -> str:
         present, has_missing = self._split(codes)
@@ -391,9 +472,16 @@ class Numeric(_MissingCode):
         return (np.append(middles, np.nan) if self.missing else middles)[codes]
 
     def to_dict(self) -> dict:
-        out = {"name": self.name, "type": self.kind, "edges": list(self.edges)}
+        edges: list = list(self.edges)
+        if self.time is not None and all(float(e).is_integer() for e in edges):  # ISO texts, for the reader
+            edges = format_times(edges, self.time).tolist()
+        out = {"name": self.name, "type": self.kind, "edges": edges}
         if self.missing:
             out["missing"] = True
+        if self.digits is not None:
+            out["digits"] = self.digits
+        if self.time is not None:
+            out["time"] = self.time
         return out
 
 
@@ -510,9 +598,17 @@ class Schema:
     the missing code as the first token (an empty cell when there is none).
 
     ``ignored`` names columns of the data the schema knows of and leaves out (identifiers, free
-    text): readers skip them instead of refusing the table. ``derivation`` is the record of a
+    text): readers skip them instead of refusing the table. ``roles`` says what a synthetic
+    table holds in some of them (``ROLES``): ``{"PassengerId": "identifier", "Name": "text"}``
+    gives fresh ids, made from the row number alone, and free text (left out, or a placeholder);
+    an ignored column without a role is left out. ``order`` (optional) is the data's column
+    order, schema and ignored columns together: a synthetic table follows it. ``derivation`` is the record of a
     schema derived under DP (``synth.data.derive``): what was derived, how, and its cost, which
     a run that uses the schema counts in its total.
+
+    ``constraints`` are public constraints between columns (``synth.data.constraints``: a
+    column that is a function of another, combinations that cannot occur), given as objects or
+    their JSON forms; models give the cells they rule out zero mass and synthetic rows keep them.
     """
 
     columns: tuple
@@ -521,6 +617,9 @@ class Schema:
     missing_tokens: tuple = ()
     ignored: tuple = ()
     derivation: dict | None = field(default=None, compare=False, hash=False)
+    roles: dict = field(default_factory=dict, hash=False)
+    order: tuple = ()
+    constraints: tuple = ()
     _positions: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -547,9 +646,12 @@ class Schema:
         for name in self.ignored:
             if not isinstance(name, str) or name in positions:
                 raise SchemaError(f"ignored column {name!r} must be a name that is not a schema column")
+        object.__setattr__(self, "roles", _checked_roles(self.roles, self.ignored))
+        object.__setattr__(self, "order", _checked_order(self.order, positions, self.ignored))
         if self.derivation is not None and not (isinstance(self.derivation, dict)
                                                 and _finite_cost(self.derivation)):
             raise SchemaError("derivation must be a record with a finite, non-negative 'epsilon' and 'delta'")
+        object.__setattr__(self, "constraints", check_constraints(self.constraints, self))
 
     # -- shape ---------------------------------------------------------------------------
     @property
@@ -594,8 +696,17 @@ class Schema:
             if name in seen:
                 raise SchemaError(f"column {name!r} is selected twice")
             seen.add(name)
+        kept = tuple(c for c in self.constraints if seen.issuperset(c.columns))  # the others constrain no column here
         return Schema(tuple(self[self.index(n)] for n in names), rows=self.rows, inferred=self.inferred,
-                      missing_tokens=self.missing_tokens, ignored=self.ignored, derivation=self.derivation)
+                      missing_tokens=self.missing_tokens, ignored=self.ignored, derivation=self.derivation,
+                      constraints=kept, roles=self.roles,
+                      order=tuple(n for n in self.order if n in seen or n in self.ignored))
+
+    def with_constraints(self, constraints: Iterable) -> Schema:
+        """This schema with ``constraints`` (objects or their JSON forms) added to its own."""
+        if isinstance(constraints, (str, bytes, dict)) or not isinstance(constraints, Iterable):
+            raise SchemaError(f"constraints must be a list of constraints, got {constraints!r}")
+        return dataclasses.replace(self, constraints=self.constraints + tuple(constraints))
 
     def select(self, columns: str | Sequence[str] | None) -> Schema:
         """``project`` from a comma-separated string or a list; ``None`` keeps every column."""
@@ -644,8 +755,14 @@ class Schema:
             out["description"] = INFERRED_DESCRIPTION
         if self.ignored:
             out["ignored"] = list(self.ignored)
+        if self.roles:
+            out["roles"] = dict(self.roles)
+        if self.order:
+            out["order"] = list(self.order)
         if self.derivation is not None:
             out["derivation"] = self.derivation
+        if self.constraints:
+            out["constraints"] = [c.to_dict() for c in self.constraints]
         return out
 
     @classmethod
@@ -677,8 +794,12 @@ class Schema:
             ignored = obj.get("ignored", [])
             if not isinstance(ignored, list):
                 raise SchemaError(f"'ignored' must be a list of column names, got {ignored!r}")
+            constraints = obj.get("constraints", [])
+            if not isinstance(constraints, list):
+                raise SchemaError(f"'constraints' must be a list of constraint objects, got {constraints!r}")
             return cls(tuple(columns), rows=obj.get("rows"), inferred=obj.get("inferred", False),
-                       missing_tokens=tuple(tokens), ignored=tuple(ignored), derivation=obj.get("derivation"))
+                       missing_tokens=tuple(tokens), ignored=tuple(ignored), derivation=obj.get("derivation"),
+                       constraints=tuple(constraints), roles=_json_roles(obj), order=_json_order(obj))
         except SchemaError as exc:
             raise SchemaError(f"{source}: {exc}") from None
 
@@ -697,7 +818,56 @@ class Schema:
             handle.write(self.to_json_text())
 
 
-_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred", "missing_tokens", "ignored", "derivation"}
+_SCHEMA_KEYS = {"columns", "rows", "version", "description", "inferred", "missing_tokens", "ignored", "derivation",
+                "constraints", "roles", "order"}
+
+#: What a synthetic table holds in an ignored column with a role (``Schema.roles``).
+ROLES = {
+    "identifier": "fresh text ids made from the row number (syn-000001, syn-000002, ...)",
+    "integer-identifier": "fresh integer ids made from the row number (1, 2, ...)",
+    "text": "free text: left out, or a placeholder text (free_text='placeholder', --free-text placeholder)",
+}
+
+
+def _checked_roles(roles: Any, ignored: tuple) -> dict[str, str]:
+    """``roles`` as a dict, checked: each an ignored column's name and one of ``ROLES``."""
+    if not isinstance(roles, dict):
+        raise SchemaError(f"roles ({roles!r}) must map ignored column names to a role, such as "
+                          '{"PassengerId": "identifier", "Name": "text"}')
+    for name, role in roles.items():
+        if name not in ignored:
+            raise SchemaError(f"roles: column {name!r} must be listed in 'ignored' (a schema column is modelled, "
+                              "not filled in)")
+        if not isinstance(role, str) or role not in ROLES:
+            raise SchemaError(f"roles: column {name!r}: role {role!r} must be one of: {', '.join(map(repr, ROLES))}")
+    return dict(roles)
+
+
+def _checked_order(order: Any, positions: dict, ignored: tuple) -> tuple[str, ...]:
+    """``order`` as a tuple, checked: distinct names, each a schema or an ignored column."""
+    if isinstance(order, str) or not isinstance(order, (tuple, list)):
+        raise SchemaError(f"order ({order!r}) must be a list of column names")
+    order = tuple(order)
+    for name in order:
+        if not (isinstance(name, str) and (name in positions or name in ignored)):
+            raise SchemaError(f"order: {name!r} must name a schema column or an ignored one")
+    if len(set(order)) != len(order):
+        raise SchemaError(f"order {list(order)!r} lists a column twice")
+    return order
+
+
+def _json_roles(obj: dict) -> dict:
+    roles = obj.get("roles", {})
+    if not isinstance(roles, dict):
+        raise SchemaError(f"'roles' must be an object {{column: role}}, got {roles!r}")
+    return roles
+
+
+def _json_order(obj: dict) -> tuple:
+    order = obj.get("order", [])
+    if not isinstance(order, list):
+        raise SchemaError(f"'order' must be a list of column names, got {order!r}")
+    return tuple(order)
 
 
 def _finite_cost(record: dict) -> bool:
@@ -773,6 +943,10 @@ def _check_keys(obj: dict, allowed: set[str], source: object, what: str) -> None
         )
 
 
+#: The optional keys of a column kind, beside name, type, its values and missing.
+_EXTRA_KEYS = {"categorical": {"other"}, "numeric": {"digits", "time"}}
+
+
 def _column_from_dict(entry: Any, position: int, source: object) -> Column:
     where = f"{source}: column #{position + 1}"
     if not isinstance(entry, dict):
@@ -784,8 +958,7 @@ def _column_from_dict(entry: Any, position: int, source: object) -> Column:
     if not isinstance(kind, str) or kind not in _KINDS:  # a list or an object is not even hashable
         raise SchemaError(f"{where}: type {kind!r} must be one of: {', '.join(_KINDS)}")
     field_name = {"categorical": "values", "numeric": "edges", "coded": "size"}[kind]
-    _check_keys(entry, {"name", "type", field_name, "missing"} | ({"other"} if kind == "categorical" else set()),
-                where, "column")
+    _check_keys(entry, {"name", "type", field_name, "missing"} | _EXTRA_KEYS.get(kind, set()), where, "column")
     if field_name not in entry:
         raise SchemaError(f"{where}: a {kind} column needs '{field_name}'")
     value = entry[field_name]
@@ -794,7 +967,7 @@ def _column_from_dict(entry: Any, position: int, source: object) -> Column:
     missing = entry.get("missing", False)
     if not isinstance(missing, bool):
         raise SchemaError(f"{where}: 'missing' must be true or false, got {missing!r}")
-    extra = {"other": entry["other"]} if "other" in entry else {}
+    extra = {key: entry[key] for key in _EXTRA_KEYS.get(kind, ()) if key in entry}
     try:
         return _KINDS[kind](name, value, missing=missing, **extra)
     except SchemaError as exc:

@@ -8,6 +8,10 @@ that the dense and the factored models share (post-processing, so it costs no pr
    about ``SAMPLE_BLOCK_ROWS`` (``split_counts`` deals the counts into blocks), so sampling
    10^8 rows holds one block, not every row.
 
+A schema's public constraints (``synth.data.constraints``) hold in every row ``iter_codes``
+gives: it samples ``constrained_weights``, the distribution with the cells they rule out set
+to zero mass (post-processing).
+
 Every random step takes ``rng: Generator | int | None`` (see ``synth.privacy.rng``).
 """
 
@@ -19,12 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from synth.data.constraints import compile_constraints
 from synth.data.reading import code_dtype
 from synth.data.schema import Schema
+from synth.data.tables import multiply_by_marginal
+from synth.errors import SynthError
 from synth.privacy.rng import make_rng
 
-__all__ = ["METHODS", "SAMPLE_BLOCK_ROWS", "block_count", "check_choice", "check_rows", "iter_codes", "round_counts",
-           "sample_codes", "shuffled_blocks", "split_counts"]
+__all__ = ["METHODS", "SAMPLE_BLOCK_ROWS", "block_count", "check_choice", "check_rows", "constrained_weights",
+           "iter_codes", "round_counts", "sample_codes", "shuffled_blocks", "split_counts"]
 
 METHODS = ("round", "multinomial")
 #: Rows sampled at once (their cell indices, codes and, for a factored model, the ancestral
@@ -113,13 +120,14 @@ def iter_codes(
     at least one block, maybe
     empty): the counts are rounded once over all rows, then dealt into blocks
     (``split_counts``) and each block shuffled, so the blocks in turn are a random order of
-    the rows."""
+    the rows. Every row keeps the schema's constraints (``constrained_weights``)."""
     rng = make_rng(rng)
     p = _check_distribution(distribution)
     if p.size != schema.universe_size:
         raise ValueError(
             f"distribution has {p.size} cells but the schema's universe has {schema.universe_size}"
         )
+    p = constrained_weights(p, schema)
     dtype = code_dtype(schema)
     for cells in shuffled_blocks(round_counts(p, rows, method, rng), rng, block_rows):
         yield schema.cell_codes(cells).astype(dtype)
@@ -154,6 +162,24 @@ def split_counts(counts: np.ndarray, blocks: int, rng: np.random.Generator) -> I
         remaining = remaining - part
         yield part
     yield remaining
+
+
+def constrained_weights(weights: np.ndarray, schema: Schema) -> np.ndarray:
+    """Flat weights over U with every cell that breaks one of ``schema``'s constraints set to 0
+    (a copy; ``weights`` itself when the schema has none). The rest keep their relative
+    weights, so the distribution is the old one conditioned on the constraints: post-processing
+    of a release, at no privacy cost. ``SynthError`` when no weight is left."""
+    compiled = compile_constraints(schema)
+    if not compiled:
+        return weights
+    out = np.array(weights, dtype=np.float64, order="C")
+    total = None
+    for c in compiled:
+        total = multiply_by_marginal(out, schema, c.columns, c.allowed.astype(np.float64))
+    if not total > 0:
+        raise SynthError("the distribution gives no mass to any row that keeps the schema's constraints: every cell "
+                         "it weighs breaks one of them")
+    return out
 
 
 # -- validation -----------------------------------------------------------------------------

@@ -23,6 +23,10 @@ a noisy count bought from the budget, whether the run was seeded) comes from a m
 for a model, or the one passed beside a synthetic table or an answers CSV (``add_model_record``),
 which carry none. Without one the summary says the record is not recorded.
 
+When the schema declares constraints (``synth.data.constraints``), the evaluation also gives,
+per constraint, the share of the release's rows that break it (a model's mass on the cells it
+rules out; a synthetic table's rows) and, for reference, the share of the real rows that do.
+
 Everything here reads the true data: the numbers are NOT differentially private.
 """
 
@@ -38,6 +42,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from synth.data.constraints import compile_constraints, constraint_subsets
 from synth.data.schema import Schema
 from synth.data.workload import Workload
 from synth.errors import SynthError
@@ -49,6 +54,7 @@ __all__ = [
     "NON_PRIVATE_NOTE",
     "NON_PRIVATE_TAG",
     "Baseline",
+    "ConstraintCheck",
     "Evaluation",
     "EvaluationError",
     "MarginalError",
@@ -57,6 +63,7 @@ __all__ = [
     "add_model_record",
     "baselines_text",
     "check_model_schema",
+    "constraints_text",
     "evaluate",
     "read_answers",
     "read_synthetic",
@@ -160,7 +167,7 @@ def released_from_model(model, workload: Workload, *, source: object = "model") 
     from synth.models.distribution import as_distribution
 
     check_model_schema(model.schema, workload.schema, source)
-    subsets = workload.subsets
+    subsets = list(dict.fromkeys([*workload.subsets, *constraint_subsets(workload.schema)]))
     if isinstance(model.distribution, np.ndarray) and not float(model.distribution.sum()) > 0:
         raise EvaluationError(f"{source}: the model's distribution sums to 0")
     tables = dict(zip(subsets, as_distribution(model.distribution, model.schema).marginals(subsets)))
@@ -210,7 +217,8 @@ def release_record(kind: str, info: Mapping[str, Any]) -> dict[str, Any]:
 
 def released_from_tables(tables: Mapping[tuple[str, ...], np.ndarray], workload: Workload, *,
                          kind: str = "synthetic") -> Released:
-    """Answers from count tables of a synthetic table (one per subset of the workload)."""
+    """Answers from count tables of a synthetic table (one per subset of the workload; any other
+    table, such as one over a constraint's columns, is kept among the fractions too)."""
     counts = {tuple(s): np.asarray(t) for s, t in tables.items()}
     missing = [s for s in workload.subsets if s not in counts]
     if missing:
@@ -219,7 +227,7 @@ def released_from_tables(tables: Mapping[tuple[str, ...], np.ndarray], workload:
     if not rows > 0:
         raise EvaluationError("the synthetic table has no rows")
     answers = workload.answer(counts).astype(np.float64)
-    fractions = {s: counts[s] / rows for s in workload.subsets}
+    fractions = {s: counts[s] / rows for s in counts}
     return Released(kind, answers, rows, fractions, {})
 
 
@@ -227,7 +235,8 @@ def released_from_codes(codes: np.ndarray, workload: Workload) -> Released:
     """Answers on a synthetic table given as rows of codes under ``workload.schema``."""
     from synth.data.tables import marginal
 
-    return released_from_tables({s: marginal(codes, workload.schema, s) for s in workload.subsets}, workload)
+    subsets = dict.fromkeys([*workload.subsets, *constraint_subsets(workload.schema)])
+    return released_from_tables({s: marginal(codes, workload.schema, s) for s in subsets}, workload)
 
 
 def read_synthetic(path: str | os.PathLike, schema: Schema, workload: Workload, *,
@@ -240,7 +249,8 @@ def read_synthetic(path: str | os.PathLike, schema: Schema, workload: Workload, 
     """
     from synth.data.reading import scan
 
-    result = scan(path, schema, workload.subsets, columns=columns, progress=progress)
+    result = scan(path, schema, [*workload.subsets, *constraint_subsets(workload.schema)], columns=columns,
+                  progress=progress)
     if result.clipped:
         name, count = next(iter(result.clipped.items()))
         raise EvaluationError(
@@ -344,6 +354,18 @@ class MarginalError:
     baselines: dict[str, float] = field(default_factory=dict, hash=False)
 
 
+@dataclass(frozen=True)
+class ConstraintCheck:
+    """One declared constraint: the share of the release's rows that break it (a model's mass on
+    the cells it rules out; None where the release gives no table over its columns) and of the
+    real rows (NON-PRIVATE; None where the truth gives no such table)."""
+
+    constraint: str
+    columns: tuple[str, ...]
+    released_share: float | None
+    real_share: float | None
+
+
 @dataclass
 class Baseline:
     """A baseline's answers (fractions, workload order) and errors, scored as the release is.
@@ -385,6 +407,8 @@ class Evaluation:
     info: dict[str, Any] = field(default_factory=dict)
     #: ``BASELINES`` keys -> their scores (NON-PRIVATE).
     baselines: dict[str, Baseline] = field(default_factory=dict)
+    #: The schema's declared constraints, each with the share of rows that break it.
+    constraints: list[ConstraintCheck] = field(default_factory=list)
 
     @property
     def marginal_l1(self) -> list[float]:
@@ -425,6 +449,11 @@ class Evaluation:
                            "l1": _number(m.l1) if m.l1 is not None else None,
                            "baseline_l1": {name: _number(v) for name, v in m.baselines.items()}}
                           for m in self.marginals],
+            **({"constraints": {"privacy": CONSTRAINTS_NOTE, "checks": [
+                {"constraint": c.constraint, "columns": list(c.columns),
+                 "released_violating_share": None if c.released_share is None else _number(c.released_share),
+                 "real_violating_share": None if c.real_share is None else _number(c.real_share)}
+                for c in self.constraints]}} if self.constraints else {}),
         }
 
     def write_answers_csv(self, handle: TextIO) -> None:
@@ -500,8 +529,35 @@ def evaluate(truth: np.ndarray | Tables, workload: Workload, released: Released 
         marginals.append(MarginalError(subset, int(table.size), int(groups[subset].size), l1,
                                        {name: b.marginal_l1[subset] for name, b in baselines.items()}))
     details = {**released.info, **(info or {})}
+    checks = [ConstraintCheck(c.label, c.columns, _share(c, released.tables.get(c.columns)),
+                              _share(c, _truth_table(truth, workload.schema, c.columns)))
+              for c in compile_constraints(workload.schema)]
     return Evaluation(workload, int(n), released.kind, rows, np.asarray(true), released_fraction * n, true_fraction,
-                      released_fraction, difference, relative, marginals, details, baselines)
+                      released_fraction, difference, relative, marginals, details, baselines, checks)
+
+
+#: What summary.json says of the constraint shares.
+CONSTRAINTS_NOTE = ("the share of rows that break each declared constraint: released_violating_share from the release "
+                    "(a model's mass on the rows it rules out; a synthetic table's rows), real_violating_share from "
+                    "the true data, NON-PRIVATE, for reference only")
+
+
+def _share(compiled, table) -> float | None:
+    return None if table is None else compiled.violated_share(table)
+
+
+def _truth_table(truth, schema: Schema, columns: tuple[str, ...]) -> np.ndarray | None:
+    """The true count table over ``columns``, or None where ``truth`` does not hold it."""
+    if isinstance(truth, np.ndarray):
+        from synth.data.tables import marginal
+
+        return marginal(truth, schema, columns)
+    if isinstance(truth, Mapping):
+        return truth.get(columns)
+    try:
+        return np.asarray(truth(columns))
+    except (SynthError, KeyError):
+        return None
 
 
 def _baseline_table(name: str, true: np.ndarray) -> np.ndarray:
@@ -574,6 +630,22 @@ def release_text(summary: Mapping[str, Any]) -> str:
         text += (f"; mean L1 per marginal {fmt(summary['mean_marginal_l1'])} over "
                  f"{fmt(summary['marginals_evaluated'], COUNT)} of {fmt(summary['marginals_total'], COUNT)} marginals")
     return text
+
+
+#: What the release's share of rows breaking a constraint is a share of, by its kind.
+_BREAKING = {"model": "of the model's mass", "synthetic": "of the synthetic rows", "answers": "of the released rows"}
+
+
+def constraints_text(evaluation: Evaluation) -> list[str]:
+    """One line per declared constraint for stderr: the share of the release's rows that break it
+    and, marked NON-PRIVATE, of the real rows."""
+    lines = []
+    for c in evaluation.constraints:
+        released = ("not known (the release gives no table over its columns)" if c.released_share is None
+                    else f"{fmt(c.released_share)} {_BREAKING[evaluation.kind]}")
+        lines.append(f"constraint {c.constraint}: broken by {released}; by {fmt(c.real_share)} of the real rows "
+                     f"{NON_PRIVATE_TAG}")
+    return lines
 
 
 def baselines_text(summary: Mapping[str, Any]) -> str:

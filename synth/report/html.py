@@ -647,6 +647,7 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
     parts += _marginal_table(summary)
     parts += _column_table(summary)
     parts += _utility_table(summary)
+    parts += _constraint_table(summary)
     worst = np.argsort(-evaluation.absolute_error, kind="stable")[:_WORST_QUERIES]
     parts.append(f"<h2>The {len(worst)} worst queries</h2><table><tr><th>id</th><th>query</th><th>true</th>"
                  "<th>released</th><th>absolute error (of n)</th></tr>")
@@ -740,6 +741,24 @@ def _column_table(summary: dict[str, Any]) -> list[str]:
                  fmt(entry["missing_real"]), fmt(entry["missing_synthetic"])]
         parts.append(f"<tr><td>{e(name)}</td><td>{e(entry['kind'])}</td>"
                      + "".join(f"<td class='num'>{c}</td>" for c in cells) + "</tr>")
+    parts.append("</table>")
+    return parts
+
+
+def _constraint_table(summary: dict[str, Any]) -> list[str]:
+    """One row per declared constraint: the shares of released and of real rows (NON-PRIVATE) that break it."""
+    e = html.escape
+    found = summary.get("constraints")
+    if not found:
+        return []
+    parts = ["<h2>Declared constraints</h2>",
+             "<p>The share of rows that break each constraint of the schema: of the release (a model's mass on the "
+             "rows it rules out; a synthetic table's rows), and of the real data for reference (NON-PRIVATE).</p>",
+             "<table><tr><th>constraint</th><th>released rows breaking it</th>"
+             "<th class='baseline'>real rows breaking it (NON-PRIVATE)</th></tr>"]
+    for check in found["checks"]:
+        parts.append(f"<tr><td>{e(check['constraint'])}</td><td class='num'>{fmt(check['released_violating_share'])}"
+                     f"</td><td class='num baseline'>{fmt(check['real_violating_share'])}</td></tr>")
     parts.append("</table>")
     return parts
 
