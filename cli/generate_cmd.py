@@ -49,7 +49,7 @@ HELP_SECTIONS = {
                                              "average"),
     "PMW (--mechanism pmw)": ("variant", "test_kind", "updates", "alpha"),
     "BLR (--mechanism blr)": ("net", "prior", "prior_share", "prior_model", "net_size", "candidates", "max_net"),
-    "Output": ("output", "model_file", "sample_rows", "rounding", "force", "quiet"),
+    "Output": ("output", "model_file", "sample_rows", "rounding", "free_text", "force", "quiet"),
 }
 
 
@@ -59,8 +59,9 @@ HELP_SECTIONS = {
               help="Schema JSON (public knowledge of the columns), or a private-pgm domain file {column: size}. "
                    "Without it a schema is derived under DP with --schema-share of the budget (needs --delta).")
 @click.option("--schema-share", type=CheckedFloat("check_probability", "schema-share"), default=None,
-              help="Without --schema: the share of --epsilon and --delta spent deriving the schema (default 0.2); "
-                   "the run gets the rest.")
+              help="Without --schema: the share of the budget spent deriving the schema (default 0.3): of its "
+                   "zCDP rho when the run composes in zCDP (MWEM with Gaussian noise: the two then compose in rho), "
+                   "else of --epsilon and --delta; the run gets the rest.")
 @bounds_option("Without --schema: public bounds of a numeric column (repeatable), e.g. age=0:120.")
 @click.option("--missing-token", "missing_tokens", multiple=True, metavar="TOKEN",
               help="Without --schema: a cell text that means a missing value, such as '?' (repeatable).")
@@ -137,6 +138,9 @@ HELP_SECTIONS = {
                    "than 1 GB from the default is refused: pass --sample-rows to confirm).")
 @click.option("--rounding", type=click.Choice(["round", "multinomial"]), default="round", show_default=True,
               help="Turn the model into rows by controlled rounding (lower error) or multinomial sampling.")
+@click.option("--free-text", type=click.Choice(["drop", "placeholder"]), default="drop", show_default=True,
+              help="The schema's free-text columns (roles: \"text\"): leave them out of the table, or fill "
+                   "every cell with the text '[free text]'. Identifier columns always get fresh ids.")
 @click.option("--model", "model_file", type=click.Path(dir_okay=False, writable=True), callback=output_folder_exists,
               help="Also save the released model (for synth answer --model and synth sample).")
 @bad_rows_option
@@ -152,7 +156,7 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
              measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
-             rounding, model_file, bad_rows, scheduler, seed, columns, quiet, force, output) -> None:
+             rounding, free_text, model_file, bad_rows, scheduler, seed, columns, quiet, force, output) -> None:
     """Fit a differentially private model of DATA and write a synthetic table.
 
     DATA is a CSV file, a Parquet file (.parquet) or a folder of Parquet files. It is read
@@ -177,6 +181,8 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
           --net exact --net-size 4 --epsilon 1 -o synthetic.csv
       synth generate adult.csv --schema adult-domain.json --workload w3.json --mechanism blr \\
           --prior mwem --epsilon 1 --rows 48842 -o synthetic.csv
+      synth generate titanic.csv --schema titanic-schema.json --epsilon 1 \\
+          --free-text placeholder -o synthetic.csv    # fresh ids, free text as '[free text]'
       synth workload marginals --schema adult-domain.json --way 2 -o w2-all.json
       synth generate adult.csv --schema adult-domain.json --workload w2-all.json \
           --epsilon 1 -o synthetic.csv --model adult.npz    # all 14 columns: a factored model
@@ -192,9 +198,12 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
     from synth.models.synthetic import check_output_format
 
     check_output_format(output)  # before any work
+    derivation = None
     if schema_file is None:
-        full, selected, epsilon, delta = _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens,
-                                                         columns, seed)
+        route, _ = _config(mechanism, rows, _count_share(count_epsilon, epsilon), None)
+        derivation = _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed, route,
+                                     workload_file is not None)
+        full = selected = derivation.schema
     else:
         given = [n for n, v in (("--schema-share", schema_share), ("--bounds", bounds or None),
                                 ("--missing-token", missing_tokens or None)) if v is not None]
@@ -204,7 +213,10 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
     queries = load_workload(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
-    engine, budget = _engine(mechanism, selected, queries, epsilon, delta, public_rows, share, prior_model)
+    engine, budget = _engine(mechanism, selected, queries, epsilon, delta, public_rows, share, prior_model, derivation)
+    from synth.privacy.accounting import Budget
+
+    total, epsilon, delta = Budget(epsilon, delta), budget.epsilon, budget.delta  # the run's part, after a derivation
     if sample_rows is None and public_rows is not None:
         check_table_size(selected, public_rows, "n (--rows or the schema's rows)")
     warn_if_inferred(selected, schema_file)
@@ -221,8 +233,11 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
         warn(message)
     model, accountant, lines = release.model, release.accountant, release.summary
     from synth.engines.release import with_schema_cost
+    from synth.models.constrained import constrain_model
 
-    model = with_schema_cost(model, selected, accountant, mechanism)  # a schema derived under DP counts too
+    model = constrain_model(model)  # the schema's public constraints: zero mass where they rule a row out
+    # a schema derived under DP counts too: within the run's total when derived here
+    model = with_schema_cost(model, selected, accountant, mechanism, total if derivation is not None else None)
     import numpy as np
 
     from synth._io import output_group
@@ -236,7 +251,7 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
     with output_group() as outputs:
         target = sys.stdout if output == "-" else outputs.stage(output)
         with progress(f"writing {output}", quiet, "rows") as update:
-            written = write_synthetic(target, model.distribution, selected, count, method=rounding,
+            written = write_synthetic(target, model.distribution, selected, count, method=rounding, free_text=free_text,
                                       rng=None if seed is None else np.random.default_rng([seed, 1]), progress=update)
         if output == "-":
             flush_stdout(target)
@@ -250,19 +265,21 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
          f"{n_text}")
     if selected.derivation:
         derived, total = selected.derivation, model.privacy
-        note(f"total with the schema's derivation (epsilon={derived['epsilon']:.6g}, delta={derived['delta']:g}): "
-             f"epsilon={total['spent']['epsilon']:.6g}, delta={total['spent']['delta']:g} (basic composition); "
-             "the model file records both")
+        note(f"total with the schema's derivation (epsilon={derived['epsilon']:.6g}, delta={derived['delta']:g} "
+             f"alone): epsilon={total['spent']['epsilon']:.6g}, delta={total['spent']['delta']:g} "
+             f"({total['spent']['method']}); the model file records both")
     where = "stdout" if output == "-" else output
     note(f"wrote {written:,} synthetic rows to {where}" + (f"; model saved to {model_file}" if model_file else ""))
 
 
-def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed):
-    """Without --schema: a schema derived under DP with ``schema_share`` of the budget; the
-    schema, its selection, and the epsilon and delta left for the run."""
+def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed, config,
+                    workload_given):
+    """Without --schema: a schema derived under DP with ``schema_share`` of the budget: of its
+    rho when the run will compose in zCDP (``plans_in_zcdp``), else of its epsilon and delta."""
     import numpy as np
 
-    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
+    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derivation_budget, derive_schema, modelled_names
+    from synth.engines.registry import plans_in_zcdp
     from synth.privacy.accounting import Budget
 
     if not delta > 0:
@@ -270,15 +287,20 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
                                "--delta 1e-9: partition selection keeps a value held by one row with probability at "
                                "most its share); or give --schema with what you know publicly")
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else schema_share
-    derived = derive_schema(data, share * epsilon, share * delta, bounds=bounds, missing_tokens=missing_tokens,
-                            columns=columns.split(",") if columns else None,
+    chosen = columns.split(",") if columns else None
+    total = Budget(epsilon, delta)
+    zcdp = plans_in_zcdp(config, modelled_names(data, chosen), total, workload_given)
+    share_of, rho = derivation_budget(total, share, zcdp)
+    derived = derive_schema(data, share_of.epsilon, share_of.delta, rho=rho, bounds=bounds,
+                            missing_tokens=missing_tokens, columns=chosen,
                             rng=None if seed is None else np.random.default_rng([seed, 2]))
-    note(f"no --schema: deriving one under DP with {share:g} of the budget (--schema-share); give --schema (a partial "
-         "one is fine, through synth schema infer --epsilon --schema) or --bounds for what you know publicly")
+    part = "rho (the run composes in zCDP)" if zcdp else "epsilon and delta"
+    note(f"no --schema: deriving one under DP with {share:g} of the budget's {part} (--schema-share); give --schema "
+         "(a partial one is fine, through synth schema infer --epsilon --schema) or --bounds for what you know "
+         "publicly")
     for line in derived.describe():
         note(line)
-    left = derived.left_of(Budget(epsilon, delta))
-    return derived.schema, derived.schema, left.epsilon, left.delta
+    return derived
 
 
 #: A synthetic table from the default row count larger than this must be asked for by size.
@@ -406,12 +428,11 @@ CONFIG_FIELDS = {"noise": "noise", "selection": "selection", "rounds": "rounds",
                  "max_model_cells": "max_model_cells"}
 
 
-def _engine(mechanism, schema, workload, epsilon, delta, public_rows, share, prior_model):
-    """The engine the command's options ask for, with its config (every option checked) and
-    its public plan's checks of the budget, before any data is read."""
-    from synth.engines.registry import make_config, make_engine, options_of
+def _config(mechanism, public_rows, share, prior_model):
+    """The engine's config from the command's options (every option checked), and its other
+    public inputs (a prior model)."""
+    from synth.engines.registry import make_config, options_of
     from synth.errors import SynthError
-    from synth.privacy.accounting import Budget
 
     params = click.get_current_context().params
     fields = set(options_of(mechanism))
@@ -427,12 +448,30 @@ def _engine(mechanism, schema, workload, epsilon, delta, public_rows, share, pri
         options.pop("prior", None)
         inputs = {"prior_model": Model.load(prior_model), "prior_source": prior_model}
     try:
-        engine = make_engine(make_config(mechanism, **options), schema, workload, **inputs)
+        return make_config(mechanism, **options), inputs
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SynthError):
+            raise
+        raise click.UsageError(str(exc)) from None
+
+
+def _engine(mechanism, schema, workload, epsilon, delta, public_rows, share, prior_model, derivation=None):
+    """The engine the command's options ask for and its budget (after a derivation's part),
+    with its public plan's checks of the budget, before any data is read."""
+    from synth.engines.registry import budget_after, make_engine
+    from synth.errors import SynthError
+    from synth.privacy.accounting import Budget
+
+    config, inputs = _config(mechanism, public_rows, share, prior_model)
+    try:
+        engine = make_engine(config, schema, workload, **inputs)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, SynthError):
             raise
         raise click.UsageError(str(exc)) from None
     budget = Budget(epsilon, delta)
+    if derivation is not None:
+        engine, budget = budget_after(derivation, engine, budget)
     engine.plan(budget)
     return engine, budget
 

@@ -40,7 +40,8 @@ def schema() -> None:
               help="Without --epsilon: numeric columns with at most this many distinct values become categorical "
                    "(default 32).")
 @click.option("--bins", type=click.IntRange(1),
-              help="Bins per numeric column: by DP quantiles with --epsilon (default 32; a spike gets its own), "
+              help="Bins per numeric column: of similar mass from a noisy histogram with --epsilon (default 32; a "
+                   "spike gets its own), "
                    "else equal-width (default 10).")
 @click.option("--missing-token", "missing_tokens", multiple=True, metavar="TOKEN",
               help="A cell text that means a missing value, such as '?' (repeatable); empty cells always do. "
@@ -57,7 +58,8 @@ def infer(data: str, output: str, epsilon: float | None, delta: float | None, pa
     With --epsilon (and --delta) every column you have not described (--schema, --bounds) is
     derived privately: its kind from a noisy count of its cells' kinds; a categorical column's
     values by partition selection (a value held by few rows never appears; the rest read as
-    "other"); a numeric column's bounds from noisy magnitudes and its bins by DP quantiles.
+    "other"); a numeric column's bounds from noisy magnitudes and its bins of similar mass
+    from a noisy histogram (the share the bounds clip is stated).
     Columns whose values are almost all distinct (names, ticket numbers, ids) are left out.
     Every derived column may hold missing values. The schema records what was derived, how,
     and the cost; synth generate counts that cost in its run's total.

@@ -26,11 +26,13 @@ import pandas as pd
 
 from synth.data.schema import INFERRED_DESCRIPTION, Schema
 from synth.data.workload import Workload
-from synth.engines.registry import make_config, make_engine, options_of
+from synth.engines.registry import budget_after, make_config, make_engine, plans_in_zcdp, options_of
 from synth.engines.release import with_schema_cost
 from synth.errors import DataError, PrivacyWarning, SynthError
+from synth.data.constraints import as_constraint
+from synth.models.constrained import constrain_model
 from synth.models.model import Model
-from synth.data.derive import DEFAULT_SCHEMA_SHARE, derive_schema
+from synth.data.derive import DEFAULT_SCHEMA_SHARE, derivation_budget, derive_schema, modelled_names
 from synth.privacy.accounting import Budget
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
@@ -91,7 +93,7 @@ class Synthesizer:
             workload: Workload | dict | str | os.PathLike | None = None, *,
             columns: str | list[str] | None = None, bad_rows: str = "error",
             bounds: dict[str, tuple[float, float]] | None = None, missing_tokens: tuple[str, ...] = (),
-            schema_share: float = DEFAULT_SCHEMA_SHARE) -> Synthesizer:
+            schema_share: float = DEFAULT_SCHEMA_SHARE, constraints: list | None = None) -> Synthesizer:
         """Read ``data`` once and release a model; spends the whole budget.
 
         ``data`` is a pandas or Dask DataFrame, or the path of a CSV file, a Parquet file or a
@@ -102,26 +104,38 @@ class Synthesizer:
         it. A second ``fit`` is refused: this synthesizer's budget is spent.
 
         Without a ``schema`` one is derived under DP (``synth.data.derive``) with
-        ``schema_share`` of epsilon and delta (delta must be > 0), taking ``bounds`` (public
-        numeric bounds) and ``missing_tokens``; the release's privacy record counts both parts.
+        ``schema_share`` of the budget (delta must be > 0): of its rho when the run composes in
+        zCDP (MWEM with Gaussian noise; the two parts then compose in rho), else of epsilon and
+        delta. It takes ``bounds`` (public numeric bounds) and ``missing_tokens``; the
+        release's privacy record counts both parts, within the budget.
+
+        ``constraints`` (public: ``synth.data.constraints``, as objects or their JSON forms, such
+        as ``{"forbid": {"sex": "Male", "relationship": "Wife"}}``) are added to the schema's
+        own, a derived one's too: the model gives the rows they rule out zero mass and no
+        sampled row breaks one, at no privacy cost.
         """
+        constraints = _constraints(constraints)  # malformed ones refused before any work
         if self.model is not None:
             raise SynthError(f"this synthesizer has already spent its budget (epsilon={self.epsilon:g}) on a fit; "
                              "create a new one for another release (and count both budgets)")
-        budget = self.budget
+        total = budget = self.budget
+        derivation = None
         if schema is None:
             if not isinstance(data, (pd.DataFrame, str, os.PathLike)):
                 raise SynthError("a schema is derived from a pandas DataFrame or a file: give schema= for a Dask one")
-            derivation = derive_schema(_data_source(data), schema_share * budget.epsilon, schema_share * budget.delta,
-                                       bounds=bounds, missing_tokens=missing_tokens,
-                                       columns=columns.split(",") if isinstance(columns, str) else columns,
-                                       rng=_child(self._rng))
-            budget = derivation.left_of(budget)
+            chosen = columns.split(",") if isinstance(columns, str) else columns
+            zcdp = plans_in_zcdp(self.config, modelled_names(_data_source(data), chosen), total, workload is not None)
+            share_of, rho = derivation_budget(total, schema_share, zcdp)
+            derivation = derive_schema(_data_source(data), share_of.epsilon, share_of.delta, rho=rho, bounds=bounds,
+                                       missing_tokens=missing_tokens, columns=chosen, rng=_child(self._rng))
             schema = derivation.schema
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
+        full = full.with_constraints(constraints) if constraints else full
         selected = full.select(columns)
         queries = _workload(workload, selected)
         engine = make_engine(self.config, selected, queries, **self.inputs)
+        if derivation is not None:
+            engine, budget = budget_after(derivation, engine, total)
         engine.plan(budget)  # public checks of the budget against the plan, before the data is read
         from synth.data.dask_scan import is_dask_frame
         from synth.data.reading import check_bad_rows, scan
@@ -137,21 +151,25 @@ class Synthesizer:
             warnings.warn(f"the schema was {INFERRED_DESCRIPTION}", PrivacyWarning, stacklevel=2)
         release = engine.run(counts, budget, self._rng)
         # a schema derived under DP (here, or a derived schema file) counts in the release's record too
-        self.model = with_schema_cost(release.model, selected, release.accountant, self.mechanism)
+        self.model = with_schema_cost(constrain_model(release.model), selected, release.accountant, self.mechanism,
+                                      total if derivation is not None else None)
         return self
 
     def fit_sample(self, data: pd.DataFrame | str | os.PathLike, schema: Schema | str | os.PathLike | None = None,
-                   workload=None, *, n_rows: int | None = None, **fit_options: Any) -> pd.DataFrame:
+                   workload=None, *, n_rows: int | None = None, free_text: str = "drop",
+                   **fit_options: Any) -> pd.DataFrame:
         """``fit`` (with ``fit_options``: ``columns``, ``bad_rows``, ``bounds``...) then ``sample``."""
-        return self.fit(data, schema, workload, **fit_options).sample(n_rows)
+        return self.fit(data, schema, workload, **fit_options).sample(n_rows, free_text=free_text)
 
     # -- post-processing -------------------------------------------------------------------
     def sample(self, n_rows: int | None = None, *, method: str = "round", numeric: str = "uniform",
-               rng: np.random.Generator | int | None = None) -> pd.DataFrame:
-        """Synthetic rows (default: n, the public or noisy row count) as a DataFrame."""
+               rng: np.random.Generator | int | None = None, free_text: str = "drop") -> pd.DataFrame:
+        """Synthetic rows (default: n, the public or noisy row count) as a DataFrame: the
+        schema's columns, and its identifier columns with fresh ids; its free-text columns left
+        out (``free_text="drop"``) or filled with a placeholder (``"placeholder"``)."""
         from synth.models.synthetic import sample_model
 
-        return sample_model(self._released(), n_rows, method=method, numeric=numeric, rng=rng)
+        return sample_model(self._released(), n_rows, method=method, numeric=numeric, rng=rng, free_text=free_text)
 
     def answer(self, workload: Workload | dict | str | os.PathLike) -> np.ndarray:
         """The workload's answers (counts, scaled to n) from the release."""
@@ -188,6 +206,16 @@ def _child(rng: np.random.Generator | int | None) -> np.random.Generator | None:
     if rng is None or isinstance(rng, np.random.Generator):
         return rng
     return np.random.default_rng([int(make_rng(rng).integers(2**63)), 2])
+
+
+def _constraints(constraints: Any) -> list:
+    """``fit``'s ``constraints`` as a list of constraint objects (checked against the schema later)."""
+    if constraints is None:
+        return []
+    if isinstance(constraints, (str, bytes, dict)) or not hasattr(constraints, "__iter__"):
+        raise TypeError(f"constraints must be a list of constraints (objects or dicts), not "
+                        f"{type(constraints).__name__}")
+    return [as_constraint(c, i) for i, c in enumerate(constraints)]
 
 
 def _workload(workload, schema: Schema) -> Workload:

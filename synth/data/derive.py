@@ -1,33 +1,36 @@
 """A schema derived from the private data under differential privacy.
 
 ``derive_schema`` reads the table once and, for every column the caller has not described
-publicly, spends a share of the derivation's budget. One row touches every column, so the
-shares add up: ``TYPE_SHARE`` of epsilon tells every column's kind (pure epsilon, shared
-evenly); of the rest, the numeric columns get their count's share in pure epsilon (basic
-composition) for their bins, and the categorical columns' partition selections with the
-numeric columns' private bounds the remainder in zCDP, with Gaussian noise, where they compose
-in the square root (half of delta pays for the partition thresholds). The accountant composes the pure charges linearly beside the zCDP ones.
+publicly, spends a share of the derivation's budget. Everything it releases is a noisy count
+with Gaussian noise, so the whole derivation is rho-zCDP (plus, for the partition thresholds,
+``THRESHOLD_DELTA_SHARE`` of delta), and one row touches every column, so the columns' rhos add
+up. In a run (``synth generate`` without --schema, ``Synthesizer.fit`` without ``schema=``)
+whose engine composes in zCDP too, the derivation takes its share of the run's rho
+(``derivation_budget``) and the two compose in zCDP (``Derivation.left_of``), where the costs
+add in rho, not in epsilon.
 
-1. **what the column holds**: a noisy histogram (exact discrete Laplace) of its cells over
-   four kinds, missing / whole number / other number / text; each cell is one kind, so one
-   row moves one count by 1. The column is numeric when the noisy text count is at most
-   ``TEXT_SHARE`` of the noisy non-missing count, integer when the noisy decimal count is at
-   most ``TEXT_SHARE`` of the numbers.
-   A column whose header names an identifier (``id``, ``user_id``, ``PassengerId``: public,
-   it is the header) is left out before anything is spent on it.
-2. a **categorical** column's values by Gaussian partition selection
+1. **what the column holds**: a noisy histogram (exact discrete Gaussian, ``KIND_SHARE`` of rho
+   over the columns) of its cells over four kinds, missing / whole number / other number /
+   text; each cell is one kind, so one row moves one count by 1. The column is numeric when the
+   noisy text count is at most ``TEXT_SHARE`` of the noisy non-missing count, integer when the
+   noisy decimal count is at most ``TEXT_SHARE`` of the numbers. A column whose header names an
+   identifier (``id``, ``user_id``, ``PassengerId``: public, it is the header) is left out
+   before anything is spent on it.
+2. the rest of rho by weight (``CATEGORICAL_WEIGHT`` for a categorical column, 1 for a numeric
+   one). A **categorical** column's values by Gaussian partition selection
    (``synth.privacy.mechanisms.gaussian_partition_selection``): a value held by one row
-   survives with probability at most the column's share of delta, so no rare value (a name, a ticket
-   number) reaches the schema. What does not survive is read as ``OTHER``. A column whose
-   surviving values hold less than ``IDENTIFIER_COVER`` of its noisy non-missing count (almost
-   every value distinct: names, ticket numbers, free text) is an identifier and is left out
-   of the schema (the record says so).
-3. a **numeric** column's bounds from public input (``bounds``) or privately
-   (``private_bounds_zcdp``: a noisy histogram of magnitudes, in zCDP beside the partition
-   selections), then ``bins`` bins by DP quantiles
-   inside them (``dp_quantiles``): bins of similar mass, and a value that many quantiles land
-   on (a spike such as capital-gain's zeros) gets a bin of its own. Integer columns get
-   integer edges.
+   survives with probability at most the column's share of delta, so no rare value (a name, a
+   ticket number) reaches the schema. What does not survive is read as ``OTHER``. A column
+   whose surviving values hold less than ``IDENTIFIER_COVER`` of its noisy non-missing count
+   (almost every value distinct: names, ticket numbers, free text) is an identifier and is left
+   out of the schema (the record says so).
+3. a **numeric** column: a noisy histogram of its magnitudes over fixed power-of-two buckets
+   (``MAGNITUDE_SHARE`` of its rho) gives its bounds (unless ``bounds`` gives them publicly) and
+   says where its values lie; a noisy histogram over a grid inside the bounds, fine where the
+   magnitudes say the mass is, with one cell below and one above, gives its bins
+   (``synth.data.binning``): bins of similar mass, a spike (capital-gain's zeros) in a bin of
+   its own, the tail in bins of its own, integer edges for integer columns, and the share of
+   values the bounds clip, stated in the record.
 
 Every derived column may hold a missing value (a code of its own), so no row is ever dropped
 for an empty cell. The result records what was derived, how and at what cost
@@ -51,33 +54,53 @@ import pandas as pd
 
 from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
 from synth.data.schema import Categorical, Column, Numeric, Schema
+from synth.data.values import parse_times
 from synth.errors import DataError, SchemaError
-from synth.privacy.accounting import Accountant, Budget, split_epsilon, subtract_epsilon
-from synth.privacy.composition import zcdp_rho_limit
+from synth.data.binning import (
+    combined_counts, equal_mass_edges, extend_bounds, fine_grid, grid_cells, refined_grid,
+)
+from synth.privacy.accounting import Accountant, Budget, subtract_epsilon
+from synth.privacy.composition import zcdp_epsilon, zcdp_rho_limit
 from synth.privacy.mechanisms import (
-    discrete_laplace, dp_quantiles, gaussian_partition_selection, private_bounds_zcdp,
+    bucket_edges, bucket_index, discrete_gaussian, gaussian_partition_selection, magnitude_threshold, noisy_magnitudes,
 )
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
 
-__all__ = ["Derivation", "derive_schema", "DEFAULT_BINS", "DEFAULT_SCHEMA_SHARE", "OTHER", "parse_bounds"]
+__all__ = ["Derivation", "derive_schema", "derivation_budget", "modelled_names", "DEFAULT_BINS", "DEFAULT_SCHEMA_SHARE", "OTHER", "parse_bounds"]
 
-#: The share of a run's epsilon and delta a schema derived for it gets (``synth generate``
-#: without --schema, ``Synthesizer.fit`` without ``schema=``).
-DEFAULT_SCHEMA_SHARE = 0.2
-#: Bins per derived numeric column (DP quantiles; a spike adds one).
+#: The share of a run's budget a schema derived for it gets (``synth generate`` without
+#: --schema, ``Synthesizer.fit`` without ``schema=``): of its rho when the run composes in zCDP,
+#: else of its epsilon and delta.
+DEFAULT_SCHEMA_SHARE = 0.3
+#: Bins per derived numeric column (a spike adds one).
 DEFAULT_BINS = 32
 #: The label the values that did not survive partition selection are read as.
 OTHER = "other"
-#: Share of the derivation's epsilon for telling the columns' kinds (the rest: values, or bounds and bins).
-TYPE_SHARE = 0.3
-#: Share of a numeric column's part of the budget for private bounds, when none are public (spent
-#: in zCDP beside the categorical columns' partition selections; the rest, bins, in pure epsilon).
-BOUNDS_SHARE = 0.3
+#: Share of the derivation's rho for telling the columns' kinds.
+KIND_SHARE = 0.05
+#: A categorical column's weight in the split of the rest of rho (a numeric column weighs 1).
+CATEGORICAL_WEIGHT = 1.25
+#: Share of a numeric column's rho for its magnitude histogram (the rest: the fine histogram).
+MAGNITUDE_SHARE = 0.7
+#: Share of delta that pays for the partition thresholds (the rest converts rho to epsilon).
+THRESHOLD_DELTA_SHARE = 0.5
+#: A clipped share at least this large is stated in the column's record and the run's summary.
+CLIP_NOTED = 0.001
+#: ... and its noisy count at least this many noise deviations (else it is taken as noise: none).
+CLIP_SIGMAS = 2.0
+#: rho is taken this much (relatively) under its limit, so float rounding never overspends.
+RHO_MARGIN = 1e-6
 #: A column is numeric (or integer) when text (or decimals) are at most this share of its cells
 #: (noisy counts: a share, not a count, so the rule holds at any n; a few junk cells in a column
 #: of numbers leave it numeric).
 TEXT_SHARE = 0.1
+#: Decimal places told apart in a column's kinds (the last: this many or more).
+MAX_PLACES = 6
+_DECIMAL_KINDS = tuple(f"decimal{k}" for k in range(1, MAX_PLACES + 1))
+_NUMBER_KINDS = ("integer", *_DECIMAL_KINDS)
+#: The kinds of a cell, in the order of the kinds histogram.
+KINDS = ("missing", *_NUMBER_KINDS, "date", "datetime", "text")
 #: A text column whose surviving values cover less than this share of its cells is an identifier.
 IDENTIFIER_COVER = 0.5
 #: A header that names an identifier (public: the header is not private): ``id``, ``user_id``,
@@ -100,8 +123,21 @@ class Derivation:
     excluded: dict[str, str] = field(default_factory=dict)
     accountant: Accountant | None = None
 
-    def left_of(self, budget: Budget) -> Budget:
-        """What a run's ``budget`` leaves for the run after this derivation's cost."""
+    def left_of(self, budget: Budget, zcdp: bool = False) -> Budget:
+        """What a run's ``budget`` leaves for the run after this derivation's cost: with
+        ``zcdp`` (a run that composes in zCDP, whose derivation took its share of the run's rho
+        through ``derivation_budget``), the rho the derivation left, as the (epsilon, delta)
+        whose zCDP limit it is, so that the two compose to at most ``budget`` in rho
+        (``synth.privacy.accounting.combined_record``); else the epsilon and delta left by
+        basic composition."""
+        charges = self.accountant.ledger() if self.accountant is not None else ()
+        if zcdp and not any(not c.is_zcdp and c.delta == 0 and c.epsilon for c in charges):
+            delta = budget.delta - math.fsum(c.delta for c in charges if not c.is_zcdp)
+            if delta > 0:
+                rho = zcdp_rho_limit(budget.epsilon, delta) * (1 - RHO_MARGIN) - math.fsum(
+                    c.rho for c in charges if c.is_zcdp)
+                if rho > 0:
+                    return Budget(zcdp_epsilon(rho, delta), delta)
         return Budget(subtract_epsilon(budget.epsilon, self.epsilon), max(budget.delta - self.delta, 0.0))
 
     def record(self) -> dict[str, Any]:
@@ -119,6 +155,17 @@ class Derivation:
         for name, why in self.excluded.items():
             lines.append(f"  {name}: left out, {why}")
         return lines
+
+
+def derivation_budget(budget: Budget, share: float, zcdp: bool) -> tuple[Budget, float | None]:
+    """The budget a schema derived for a run of ``budget`` is accounted in, and its rho: with
+    ``zcdp`` (the run composes in zCDP), the run's whole budget and ``share`` of its rho (the
+    run gets the rest through ``Derivation.left_of``); else ``share`` of its epsilon and delta,
+    and the derivation's own rho limit (None)."""
+    if zcdp and budget.delta > 0:
+        threshold_delta = budget.delta * THRESHOLD_DELTA_SHARE
+        return budget, share * zcdp_rho_limit(budget.epsilon, budget.delta - threshold_delta) * (1 - RHO_MARGIN)
+    return Budget(share * budget.epsilon, share * budget.delta), None
 
 
 def parse_bounds(items: Sequence[str]) -> dict[str, tuple[float, float]]:
@@ -147,12 +194,15 @@ def derive_schema(
     bins: int = DEFAULT_BINS,
     missing_tokens: Sequence[str] = (),
     columns: Sequence[str] | None = None,
+    rho: float | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> Derivation:
     """Derive a schema of ``source`` (a DataFrame, a CSV or a Parquet file) under
     (``epsilon``, ``delta``)-DP; ``public`` columns are taken as given (no cost), ``bounds``
     are public numeric bounds. ``delta`` must be > 0 when a column's values are derived
-    (partition selection keeps a one-row value with probability at most its share of delta)."""
+    (partition selection keeps a one-row value with probability at most its share of delta).
+    ``rho`` caps the derivation's zCDP cost below what (``epsilon``, ``delta``) allows: a
+    derivation for a run that composes in zCDP takes only its share (``derivation_budget``)."""
     epsilon = check_budget_epsilon(epsilon)
     delta = check_delta(delta)
     bins = check_positive_int(bins, "bins")
@@ -174,27 +224,19 @@ def derive_schema(
     generator = make_rng(rng)
     accountant = Accountant(epsilon, delta)
     tokens = set(missing_tokens)
-    # 1. every derived column's kind: TYPE_SHARE of epsilon, shared evenly (pure epsilon, basic composition)
-    e_kind = split_epsilon(TYPE_SHARE * epsilon, max(len(derived), 1))
-    kinds = {name: _Kind.count(name, cells[name], tokens, e_kind, generator, accountant) for name in derived}
-    numeric = [name for name in derived if kinds[name].numeric]
+    threshold_delta = delta * THRESHOLD_DELTA_SHARE
+    if rho is None and derived:
+        rho = zcdp_rho_limit(epsilon, delta - threshold_delta) * (1 - RHO_MARGIN)
+    # 1. every derived column's kind: KIND_SHARE of rho, shared evenly (a row is one cell of each column)
+    rho_kind = KIND_SHARE * rho / len(derived) if derived else 0.0
+    kinds = {name: _Kind.count(name, cells[name], tokens, rho_kind, generator, accountant) for name in derived}
     categorical = [name for name in derived if not kinds[name].numeric]
-    # 2. the rest, an equal share per column: numeric columns' bins (DP quantiles) in pure epsilon; the
-    #    categorical columns' partition selections and the numeric columns' private bounds (noisy
-    #    magnitudes) in zCDP, where they compose in the square root (Gaussian noise: one row moves one
-    #    count in each), with half of delta for the partition thresholds
-    rest = subtract_epsilon(epsilon, accountant.spent().epsilon)
-    share = rest / len(derived) if derived else 0.0
-    bounded = [name for name in numeric if name not in bounds]  # numeric columns whose bounds are derived
-    e_quantiles = {name: share * (1 - BOUNDS_SHARE if name in bounded else 1.0) for name in numeric}
-    pure = sum(e_quantiles.values())
-    gaussian = len(categorical) + len(bounded)
-    d_column = split_epsilon(delta / 2, len(categorical)) if categorical else 0.0
-    rho_column = 0.0
-    if gaussian:
-        slack = delta - delta / 2 if categorical else delta  # what the partition thresholds leave of delta
-        rho = zcdp_rho_limit(subtract_epsilon(rest, pure), slack) * (1 - 1e-5)
-        rho_column = rho / gaussian
+    # 2. the rest by weight: a categorical column's partition selection (its threshold falls with the
+    #    square root of its rho, and a value under it is lost to "other"), a numeric column's
+    #    magnitudes (bounds, and where its grid is fine) and its fine histogram (bins)
+    weights = {name: CATEGORICAL_WEIGHT if name in categorical else 1.0 for name in derived}
+    unit = (rho - rho_kind * len(derived)) / sum(weights.values()) * (1 - RHO_MARGIN) if derived else 0.0
+    d_column = threshold_delta / len(categorical) if categorical else 0.0
     entries: dict[str, dict[str, Any]] = {}
     out: list[Column] = []
     for name in names:
@@ -205,11 +247,11 @@ def derive_schema(
             continue
         kind = kinds[name]
         if kind.numeric:
-            column, entry = _numeric(name, kind.numbers(cells[name]), kind.whole, bounds.get(name), bins,
-                                     e_quantiles[name], rho_column, generator, accountant, kind.entry(e_kind))
+            column, entry = _numeric(name, kind, kind.numbers(cells[name]), bounds.get(name), bins,
+                                     unit * weights[name], generator, accountant, kind.entry(rho_kind))
         else:
-            column, entry = _categorical(name, kind.texts(cells[name]), kind.present, rho_column, d_column, generator,
-                                         accountant, kind.entry(e_kind))
+            column, entry = _categorical(name, kind.texts(cells[name]), kind.present, unit * weights[name], d_column,
+                                         generator, accountant, kind.entry(rho_kind))
         entries[name] = entry
         if column is None:
             excluded[name] = entry["how"]
@@ -220,9 +262,28 @@ def derive_schema(
     spent = accountant.spent()
     result = Derivation(Schema((Categorical("_", ("_",)),)), spent.epsilon, spent.delta, entries,
                         [n for n in names if n in given], {n: excluded[n] for n in names if n in excluded}, accountant)
-    result.schema = Schema(tuple(out), missing_tokens=tuple(missing_tokens),
-                           ignored=(*result.excluded, *unselected), derivation=result.record())
+    # left-out columns written back: fresh ids where the header names an identifier, else free text
+    roles = {n: "identifier" if _names_an_identifier(n) else "text" for n in result.excluded}
+    result.schema = Schema(tuple(out), missing_tokens=tuple(missing_tokens), ignored=(*result.excluded, *unselected),
+                           derivation=result.record(), roles=roles, order=tuple(names))
     return result
+
+
+def modelled_names(source: pd.DataFrame | str | os.PathLike, columns: Sequence[str] | None = None) -> list[str]:
+    """The columns a derivation of ``source`` would model, from the header alone (public): the
+    selected ones, less those whose header names an identifier. A run plans its budget on them
+    before anything is derived."""
+    if isinstance(source, pd.DataFrame):
+        names = [str(label) for label in source.columns]
+    else:
+        path = Path(source)
+        if is_parquet(path):
+            import pyarrow.parquet as pq
+
+            names = list(pq.ParquetDataset(path).schema.names)
+        else:
+            names = _read_header(path)
+    return [name for name in (columns or names) if not _names_an_identifier(name)]
 
 
 def _names_an_identifier(name: str) -> bool:
@@ -234,41 +295,72 @@ def _names_an_identifier(name: str) -> bool:
 
 @dataclass
 class _Kind:
-    """A column's cells by kind (missing, whole, decimal, text), and the noisy counts of each
-    that decide whether it is numeric and whole."""
+    """A column's cells by kind, and the noisy counts of each that decide what the column is:
+    missing, whole number, decimal number by its places (1 to ``MAX_PLACES``, the last "or
+    more"), ISO date, ISO timestamp, or other text. Each cell is one kind, so one row moves one
+    count by 1."""
 
     masks: dict[str, np.ndarray]
     noisy: dict[str, int]
 
     @classmethod
-    def count(cls, name: str, cells: pd.Series, tokens: set, epsilon: float, rng: np.random.Generator,
+    def count(cls, name: str, cells: pd.Series, tokens: set, rho: float, rng: np.random.Generator,
               accountant: Accountant) -> _Kind:
         masks = _kinds(cells, tokens)
-        order = ("missing", "integer", "decimal", "text")
-        noisy = discrete_laplace(np.array([masks[k].sum() for k in order]), epsilon, rng=rng, accountant=accountant,
-                                 note=f"{name}: kinds of cells")
-        return cls(masks, {k: max(int(v), 0) for k, v in zip(order, noisy)})
+        noisy = discrete_gaussian(np.array([masks[k].sum() for k in KINDS]), rho, rng=rng, accountant=accountant,
+                                  note=f"{name}: kinds of cells")
+        return cls(masks, {k: int(v) for k, v in zip(KINDS, noisy)})  # unclipped: sums of them stay unbiased
+
+    def _sum(self, kinds) -> int:
+        return sum(self.noisy[k] for k in kinds)
 
     @property
     def present(self) -> int:
-        return self.noisy["integer"] + self.noisy["decimal"] + self.noisy["text"]
+        return self._sum(KINDS[1:])
 
     @property
     def numeric(self) -> bool:
         return self.present > 0 and self.noisy["text"] <= TEXT_SHARE * self.present
 
     @property
+    def time(self) -> str | None:
+        """``"date"`` or ``"datetime"`` when the column's cells hold more ISO dates or timestamps
+        than numbers (noisy counts)."""
+        stamps = self.noisy["date"] + self.noisy["datetime"]
+        if not self.numeric or stamps <= self._sum(_NUMBER_KINDS):
+            return None
+        return "datetime" if self.noisy["datetime"] > TEXT_SHARE * stamps else "date"
+
+    @property
     def whole(self) -> bool:
-        return self.noisy["decimal"] <= TEXT_SHARE * (self.noisy["integer"] + self.noisy["decimal"])
+        numbers = self._sum(_NUMBER_KINDS)
+        return self.time is not None or self._sum(_DECIMAL_KINDS) <= TEXT_SHARE * numbers
+
+    @property
+    def digits(self) -> int | None:
+        """The decimal places of a decimal column: the fewest that hold ``1 - TEXT_SHARE`` of its
+        noisy decimal cells (None for a whole or time column)."""
+        if self.whole:
+            return None
+        decimals = self._sum(_DECIMAL_KINDS)
+        held = 0
+        for places, kind in enumerate(_DECIMAL_KINDS, start=1):
+            held += self.noisy[kind]
+            if held >= (1 - TEXT_SHARE) * decimals:
+                return places
+        return None  # more places than MAX_PLACES: written as drawn
 
     def numbers(self, cells: pd.Series) -> np.ndarray:
-        return pd.to_numeric(cells[self.masks["integer"] | self.masks["decimal"]], errors="coerce").to_numpy(np.float64)
+        if self.time is not None:
+            return parse_times(cells[self.masks["date"] | self.masks["datetime"]], self.time)[0]
+        mask = np.logical_or.reduce([self.masks[k] for k in _NUMBER_KINDS])
+        return pd.to_numeric(cells[mask], errors="coerce").to_numpy(np.float64)
 
     def texts(self, cells: pd.Series) -> pd.Series:
         return cells[~self.masks["missing"]].astype(str)
 
-    def entry(self, epsilon: float) -> dict[str, Any]:
-        return {"epsilon": epsilon, "delta": 0.0, "rho": 0.0, "kinds": dict(self.noisy)}
+    def entry(self, rho: float) -> dict[str, Any]:
+        return {"rho": rho, "delta": 0.0, "kinds": dict(self.noisy)}
 
 
 def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: float, rng: np.random.Generator,
@@ -277,7 +369,7 @@ def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: f
     probability at most delta), the rest read as ``OTHER``; None for an identifier."""
     kept = gaussian_partition_selection(Counter(texts.tolist()), rho, delta, rng=rng, accountant=accountant,
                                         note=f"{name}: values")
-    entry.update(rho=rho, delta=delta, kind="categorical")
+    entry.update(rho=entry["rho"] + rho, delta=delta, kind="categorical")
     cover = sum(max(c, 0) for c in kept.values())
     how = f"Gaussian partition selection (rho={rho:.3g}, delta={delta:.3g})"
     if not kept or cover < IDENTIFIER_COVER * present:
@@ -290,64 +382,86 @@ def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: f
     return Categorical(name, (*labels, other), missing=True, other=other), entry
 
 
-def _numeric(name: str, values: np.ndarray, whole: bool, bounds, bins: int, e_quantiles: float, rho: float,
-             rng: np.random.Generator, accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
-    """Bounds (public, or from noisy magnitudes at ``rho``, zCDP) and bins by DP quantiles inside
-    them (``e_quantiles``, pure epsilon)."""
-    entry["epsilon"] += e_quantiles
+def _numeric(name: str, kind: _Kind, values: np.ndarray, bounds, bins: int, rho: float, rng: np.random.Generator,
+             accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
+    """A noisy magnitude histogram (``MAGNITUDE_SHARE`` of ``rho``): the bounds, unless public,
+    and where the grid is fine; then a noisy histogram over that grid with a cell below and one
+    above the bounds (the rest of ``rho``): the bins, and the share the bounds clip."""
+    whole, time, digits = kind.whole, kind.time, kind.digits
+    rho_magnitudes = MAGNITUDE_SHARE * rho
+    rho_cells = rho - rho_magnitudes
+    sigma_magnitudes = math.sqrt(1 / (2 * rho_magnitudes))
+    magnitudes = noisy_magnitudes(values, rho_magnitudes, integer=whole, rng=rng, accountant=accountant,
+                                  note=f"{name}: magnitudes")
+    entry["rho"] += rho
     if bounds is not None:
         low, high = bounds
         source = "public bounds"
     else:
-        entry["rho"] = rho
-        found = private_bounds_zcdp(values, rho, integer=whole, rng=rng, accountant=accountant, note=f"{name}: bounds")
-        if found is None:
+        passing = np.flatnonzero(magnitudes >= magnitude_threshold(rho_magnitudes, whole))
+        if passing.size == 0:
             entry.update(kind="numeric", how=f"left out: too few rows to bound it privately at rho={rho:.3g} "
                                              "(give --bounds)")
             return None, entry
-        low, high = found
-        source = f"private bounds (noisy magnitudes, rho={rho:.3g})"
+        zero = int(bucket_index(np.zeros(1), whole)[0])
+        first, last = extend_bounds(magnitudes, int(passing[0]), int(passing[-1]), sigma_magnitudes, zero)
+        low, high = bucket_edges(first, whole)[0], bucket_edges(last, whole)[1]
+        source = f"private bounds (noisy magnitudes, rho={rho_magnitudes:.3g})"
     if whole:
         low, high = math.floor(low), math.ceil(high)
     if not high > low:  # one bucket passed (a column of zeros, or a spike with a thin tail): one bin around it
         high = low + 1
-    quantiles = [i / bins for i in range(1, bins)]
-    points = dp_quantiles(values, quantiles, low, high, e_quantiles, integer=whole, rng=rng, accountant=accountant,
-                          note=f"{name}: bin edges") if quantiles else np.array([])
-    edges = _edges(np.asarray(points, dtype=np.float64), low, high, whole)
-    entry.update(kind="numeric", integer=whole, bounds=[low, high],
-                 how=f"numeric{' (integer)' if whole else ''}: {source} [{_num(low)}, {_num(high)}], "
-                     f"{len(edges) - 1} bins by DP quantiles (epsilon={e_quantiles:.3g}); missing allowed"
-                     + ("" if bounds is not None else "; values outside the bounds are clipped into the edge bins "
-                        "(give --bounds if you know them)"))
-    return Numeric(name, tuple(_num(e) for e in edges), missing=True), entry
-
-
-def _edges(points: np.ndarray, low: float, high: float, whole: bool) -> list[float]:
-    """Bin edges from sorted quantile points inside [low, high]: the points, deduplicated, with
-    a point that several quantiles landed on given its own bin [v, v + step) (a spike)."""
-    step = 1.0 if whole else (high - low) * 1e-6
-    counts = Counter(points.tolist())
-    edges = {low, high}
-    for value, times in counts.items():
-        value = min(max(value, low), high)
-        edges.add(value)
-        if times > 1 and value + step < high:
-            edges.add(value + step)
-    ordered = sorted(edges)
-    if whole:  # bins must keep at least one integer each
-        ordered = sorted({math.floor(e) for e in ordered[:-1]} | {ordered[-1]})
-    return ordered
+    # the fine histogram in two rounds of equal noise: a grid from the magnitudes, then the same grid
+    # with every cell heavier than a bin's share cut finer; a cell of both gets the mean of its counts
+    sigma = math.sqrt(1 / rho_cells)  # each round has half of rho_cells: sigma^2 = 1 / (2 rho_cells / 2)
+    grid = fine_grid(low, high, whole, lambda x: magnitudes[bucket_index(np.array([x]), whole)[0]], sigma)
+    first = discrete_gaussian(grid_cells(values, grid), rho_cells / 2, rng=rng, accountant=accountant,
+                              note=f"{name}: bins, first grid")
+    finer = refined_grid(grid, first[1:-1], bins, whole, sigma)
+    second = discrete_gaussian(grid_cells(values, finer), rho_cells / 2, rng=rng, accountant=accountant,
+                               note=f"{name}: bins, refined grid")
+    noisy = combined_counts(grid, first, finer, second)
+    edges = equal_mass_edges(finer, noisy[1:-1], bins, whole, sigma / math.sqrt(2))
+    total = max(float(np.maximum(noisy, 0).sum()), 1.0)
+    below, above = (float(c) / total if c >= CLIP_SIGMAS * sigma else 0.0 for c in (noisy[0], noisy[-1]))
+    clipped = ([f"{below:.1%} below {_num(low)}"] if below >= CLIP_NOTED else []) + \
+              ([f"{above:.1%} above {_num(high)}"] if above >= CLIP_NOTED else [])
+    what = f"a {time} column (in {'days' if time == 'date' else 'seconds'} since 1970)" if time else \
+        "integer" if whole else f"{digits} decimal places" if digits is not None else "decimal"
+    entry.update(kind="numeric", integer=whole, time=time, digits=digits, bounds=[low, high],
+                 clipped={"below": below, "above": above},
+                 how=f"numeric ({what}): {source} [{_num(low)}, {_num(high)}], "
+                     f"{len(edges) - 1} bins of similar mass from a noisy histogram (rho={rho_cells:.3g}); missing "
+                     "allowed; " + (f"about {' and '.join(clipped)} of its values (noisy shares) are clipped into "
+                                    "the edge bins (give --bounds if you know wider ones)" if clipped else
+                                    "no clipping seen (the noisy counts outside are within their noise)"))
+    if digits is not None:  # edges on the column's grid of places, so every bin holds a value it can write
+        edges = sorted({round(e, digits) for e in edges})
+    return Numeric(name, tuple(_num(e) for e in edges), missing=True, digits=digits, time=time), entry
 
 
 def _kinds(cells: pd.Series, tokens: set) -> dict[str, np.ndarray]:
-    """Each cell's kind: missing (empty, or a missing token), integer, decimal or text."""
+    """Each cell's kind (``KINDS``): missing (empty, or a missing token), integer, decimal by its
+    places, ISO date, ISO timestamp, or text."""
     text = cells.astype(str).str.strip()
     missing = cells.isna().to_numpy() | (text == "").to_numpy() | text.isin(tokens).to_numpy()
     numbers = pd.to_numeric(text.where(~missing), errors="coerce").to_numpy(np.float64)
     finite = np.isfinite(numbers) & ~missing
     integer = finite & (numbers == np.floor(np.where(finite, numbers, 0.0)))
-    return {"missing": missing, "integer": integer, "decimal": finite & ~integer, "text": ~missing & ~finite}
+    places = text.str.extract(r"\.(\d+)$", expand=False).str.len().fillna(0).to_numpy().astype(np.int64)
+    decimal = finite & ~integer
+    out = {"missing": missing, "integer": integer}
+    for k, kind in enumerate(_DECIMAL_KINDS, start=1):
+        out[kind] = decimal & ((places == k) if k < MAX_PLACES else (places >= k) | (places == 0))
+    rest = ~missing & ~finite
+    dates = rest & text.str.fullmatch(r"\d{4}-\d{2}-\d{2}").to_numpy(bool)
+    stamps = rest & ~dates & text.str.fullmatch(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?").to_numpy(bool)
+    if dates.any():
+        dates &= ~parse_times(text[dates], "date")[1]
+    if stamps.any():
+        stamps &= ~parse_times(text[stamps], "datetime")[1]
+    out.update(date=dates, datetime=stamps, text=rest & ~dates & ~stamps)
+    return out
 
 
 def _fresh_label(taken: Mapping) -> str:

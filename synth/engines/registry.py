@@ -4,16 +4,21 @@ command line and ``Synthesizer`` build; neither passes options through dicts of 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from typing import Any
 
-from synth.data.schema import Schema
+from synth.data.derive import Derivation
+from synth.data.schema import Categorical, Schema
 from synth.data.workload import Workload
 from synth.engines.blr_engine import BLRConfig, BLREngine
 from synth.engines.mwem import MWEMConfig, MWEMEngine
 from synth.engines.pmw import PMWConfig, PMWEngine
 from synth.engines.release import Engine
+from synth.privacy.accounting import Budget
 
-__all__ = ["CONFIGS", "MECHANISMS", "make_config", "make_engine", "options_of"]
+__all__ = ["CONFIGS", "MECHANISMS", "make_config", "make_engine", "options_of", "plans_in_zcdp",
+           "composes_in_zcdp", "budget_after"]
 
 CONFIGS = {"mwem": MWEMConfig, "pmw": PMWConfig, "blr": BLRConfig}
 ENGINES = {"mwem": MWEMEngine, "pmw": PMWEngine, "blr": BLREngine}
@@ -44,6 +49,47 @@ def make_engine(config: MWEMConfig | PMWConfig | BLRConfig, schema: Schema, work
             return ENGINES[name](config, schema, workload, **inputs)
     raise TypeError(f"config must be one of {', '.join(c.__name__ for c in CONFIGS.values())}, "
                     f"not {type(config).__name__}")
+
+
+def plans_in_zcdp(config: MWEMConfig | PMWConfig | BLRConfig, names: Sequence[str], budget: Budget,
+                  workload_given: bool = False) -> bool:
+    """Whether a run of ``config`` on columns ``names`` at ``budget`` will account in rho-zCDP
+    (MWEM with Gaussian noise), judged before any schema exists: MWEM's plan for the default
+    workload over those columns, each taken as two-valued (its noise choice follows the number
+    of measurements, not the domain sizes); with a workload of the caller's, whenever MWEM may
+    choose the Gaussian. A schema derived for such a run shares its rho
+    (``synth.data.derive.derivation_budget``). Public: names and options only."""
+    if not (isinstance(config, MWEMConfig) and config.noise != "laplace" and budget.delta > 0 and names):
+        return False
+    if workload_given or config.noise == "gaussian":
+        return True
+    placeholder = Schema(tuple(Categorical(name, ("a", "b")) for name in names))
+    return composes_in_zcdp(make_engine(config, placeholder, Workload.default(placeholder)), budget)
+
+
+def composes_in_zcdp(engine: Engine, budget: Budget) -> bool:
+    """Whether ``engine``'s plan for ``budget`` accounts in rho-zCDP (public: the plan reads no data)."""
+    return bool(getattr(engine.plan(budget), "zcdp", False))
+
+
+def budget_after(derivation: Derivation, engine: Engine, total: Budget) -> tuple[Engine, Budget]:
+    """The engine and budget of a run after ``derivation`` spent its part of ``total``: the rho
+    it left, when the engine composes in zCDP there (the two then compose in rho), else the
+    epsilon and delta it left (basic composition). An MWEM engine left to choose its noise
+    (``noise="auto"``) that would choose Laplace in the rho left is held to the Gaussian when
+    the Gaussian there adds less noise than the Laplace in the epsilon left, which is less
+    (the derivation's rho costs more as epsilon than as rho). Public: plans read no data."""
+    in_rho, in_epsilon = derivation.left_of(total, zcdp=True), derivation.left_of(total)
+    choice = engine.plan(in_rho)
+    if getattr(choice, "zcdp", False):
+        return engine, in_rho
+    laplace, gaussian = getattr(choice, "laplace", math.nan), getattr(choice, "gaussian", math.nan)
+    if (isinstance(engine, MWEMEngine) and engine.config.noise == "auto" and in_epsilon.epsilon > 0
+            and gaussian < laplace * in_rho.epsilon / in_epsilon.epsilon):  # Laplace noise scales as 1 / epsilon
+        held = make_engine(dataclasses.replace(engine.config, noise="gaussian"), engine.schema, engine.workload,
+                           prior=engine.prior)
+        return held, in_rho
+    return engine, in_epsilon
 
 
 def _check(mechanism: str) -> str:

@@ -21,7 +21,7 @@ from synth.data.schema import Schema
 from synth.engines.estimate import Estimate
 from synth.errors import SynthError
 from synth.models.model import Model
-from synth.privacy.accounting import Accountant, Budget, sequential_record
+from synth.privacy.accounting import Accountant, Budget, combined_record
 
 __all__ = ["Engine", "Progress", "Release", "describe_representation", "with_schema_cost"]
 
@@ -57,10 +57,12 @@ class Engine(Protocol):
             progress: Progress | None = None) -> Release: ...
 
 
-def with_schema_cost(model: Model, schema: Schema, accountant: Accountant, mechanism: str) -> Model:
+def with_schema_cost(model: Model, schema: Schema, accountant: Accountant, mechanism: str,
+                     budget: Budget | None = None) -> Model:
     """``model`` with a privacy record that also counts the schema's derivation, when the schema
     was derived under DP (its ledger in ``schema.derivation``): the two releases compose
-    (``sequential_record``). A public schema leaves the model as it is."""
+    (``combined_record``, within ``budget`` when they were planned in one). A public schema
+    leaves the model as it is."""
     record = schema.derivation
     if not record:
         return model
@@ -68,7 +70,7 @@ def with_schema_cost(model: Model, schema: Schema, accountant: Accountant, mecha
         raise SynthError("the schema says it was derived under DP but carries no ledger of what that spent: derive "
                          "it again with synth schema infer --epsilon")
     parts = [("schema derivation", Accountant.from_dict(record["privacy"])), (mechanism, accountant)]
-    return dataclasses.replace(model, privacy=sequential_record(parts))
+    return dataclasses.replace(model, privacy=combined_record(parts, budget))
 
 
 def describe_representation(representation: str, model_cells: int, universe: int) -> str:

@@ -24,7 +24,8 @@ from synth.errors import SynthError
 from synth.privacy.composition import advanced_epsilon, zcdp_epsilon, zcdp_rho_limit
 from synth.privacy.validation import check_delta, check_epsilon, check_positive_int, check_real
 
-__all__ = ["Budget", "Charge", "Spent", "Accountant", "BudgetExceeded", "split_epsilon", "subtract_epsilon", "compose"]
+__all__ = ["Budget", "Charge", "Spent", "Accountant", "BudgetExceeded", "split_epsilon", "subtract_epsilon", "compose",
+           "sequential_record", "combined_record"]
 
 # Advanced and zCDP totals are floating-point bounds: they count only when smaller than the
 # budget by this relative margin, so rounding can never let them overspend.
@@ -340,3 +341,24 @@ def sequential_record(parts: Sequence[tuple[str, Accountant]]) -> dict[str, Any]
         "charges": [asdict(replace(charge, note=f"{name}: {charge.note}" if charge.note else name))
                     for name, accountant in parts for charge in accountant.ledger()],
     }
+
+
+def combined_record(parts: Sequence[tuple[str, Accountant]], budget: Budget | None = None) -> dict[str, Any]:
+    """``sequential_record``, or, when it is tighter, the record of every part's charges
+    composed as one ledger (``compose``: rho adds up across the parts, so a derivation and a
+    run that both compose in zCDP cost less together than their epsilons added). ``budget``
+    is the total they were planned in (default: the parts' budgets added); a total past it is
+    a ``BudgetExceeded``, never a record."""
+    record = sequential_record(parts)
+    total = budget if budget is not None else Budget(record["budget"]["epsilon"], min(record["budget"]["delta"], 1.0))
+    charges = [charge for _, accountant in parts for charge in accountant.ledger()]
+    joint = compose(charges, total.delta) if total.delta > 0 else Spent(math.inf, 0.0, "none")
+    if joint.epsilon < record["spent"]["epsilon"]:
+        record["spent"] = {"epsilon": joint.epsilon, "delta": joint.delta,
+                           "method": f"{joint.method}, over one ledger: " + " then ".join(name for name, _ in parts)}
+    record["budget"] = {"epsilon": total.epsilon, "delta": total.delta}
+    if record["spent"]["epsilon"] > total.epsilon or record["spent"]["delta"] > total.delta:
+        raise BudgetExceeded(f"the parts ({', '.join(name for name, _ in parts)}) spent epsilon="
+                             f"{record['spent']['epsilon']:.6g}, delta={record['spent']['delta']:.3g}, past the "
+                             f"budget epsilon={total.epsilon:g}, delta={total.delta:g}")
+    return record

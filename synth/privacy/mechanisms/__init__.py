@@ -20,7 +20,9 @@ from synth.privacy.mechanisms.partition import (
     partition_selection,
     partition_threshold,
 )
-from synth.privacy.mechanisms.quantiles import dp_quantiles, private_bounds, private_bounds_zcdp
+from synth.privacy.mechanisms.quantiles import (
+    bounds_from_magnitudes, bucket_edges, bucket_index, dp_quantiles, magnitude_threshold, noisy_magnitudes, private_bounds, private_bounds_zcdp,
+)
 from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
 
 __all__ = [
@@ -42,4 +44,9 @@ __all__ = [
     "partition_threshold",
     "private_bounds",
     "private_bounds_zcdp",
+    "noisy_magnitudes",
+    "bounds_from_magnitudes",
+    "bucket_index",
+    "bucket_edges",
+    "magnitude_threshold",
 ]

@@ -29,7 +29,8 @@ from synth.privacy.validation import check_epsilon, check_real
 if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant
 
-__all__ = ["dp_quantiles", "private_bounds", "private_bounds_zcdp", "BOUNDS_BETA", "bucket_edges"]
+__all__ = ["dp_quantiles", "private_bounds", "private_bounds_zcdp", "noisy_magnitudes", "bounds_from_magnitudes",
+           "bucket_index", "magnitude_threshold", "BOUNDS_BETA", "bucket_edges"]
 
 #: Candidate points: every integer of [lower, upper] up to this many, else a grid of about as many.
 INTEGER_CANDIDATES = 1_000_000
@@ -324,21 +325,56 @@ def private_bounds_zcdp(
     holding one row passes with probability at most ``BOUNDS_BETA`` / B
     (``gaussian_partition_threshold``), as for the Laplace form (``threshold`` sets another:
     it costs nothing, every bucket being noised)."""
+    noisy = noisy_magnitudes(values, rho, integer=integer, rng=rng, accountant=accountant, note=note)
+    return bounds_from_magnitudes(noisy, rho, integer=integer, threshold=threshold)
+
+
+def noisy_magnitudes(
+    values: np.ndarray,
+    rho: float,
+    *,
+    integer: bool = False,
+    rng: np.random.Generator | int | None = None,
+    accountant: Accountant | None = None,
+    note: str = "",
+) -> np.ndarray:
+    """The values' counts over the fixed magnitude buckets (``bucket_index``) plus exact
+    discrete Gaussian noise with sigma2 = 1 / (2 rho): rho-zCDP, charged as
+    ``private_bounds_zcdp`` (one row lies in one bucket)."""
     array = _check_values(values)
     integer = _check_bool(integer, "integer")
     rho = check_epsilon(rho, "rho")
-    buckets = _bucket_count(integer)
-    sigma2 = Fraction(1) / (2 * Fraction(rho))
-    if threshold is None:
-        threshold = gaussian_partition_threshold(sigma2, BOUNDS_BETA / buckets)
-    else:
-        threshold = _threshold(threshold)
     if accountant is not None:
         accountant.check(rho=rho, mechanism="private_bounds_zcdp", note=note)
-    noisy = _bucket_counts(array, integer) + discrete_gaussian_noise(buckets, sigma2, make_rng(rng))
+    noisy = _bucket_counts(array, integer) + discrete_gaussian_noise(_bucket_count(integer), _sigma2(rho),
+                                                                     make_rng(rng))
     if accountant is not None:
         accountant.spend(rho=rho, mechanism="private_bounds_zcdp", note=note)
-    return _passing_bounds(noisy, threshold, integer)
+    return noisy
+
+
+def bounds_from_magnitudes(noisy: np.ndarray, rho: float, *, integer: bool = False,
+                           threshold: float | None = None) -> tuple[float, float] | None:
+    """The bounds ``private_bounds_zcdp`` reads off a noisy magnitude histogram released at
+    ``rho`` (post-processing): the outer edges of the outermost buckets that reach the
+    threshold, None when none does."""
+    threshold = magnitude_threshold(rho, integer) if threshold is None else _threshold(threshold)
+    return _passing_bounds(np.asarray(noisy), threshold, integer)
+
+
+def magnitude_threshold(rho: float, integer: bool = False) -> int:
+    """The least noisy count at which a bucket of ``noisy_magnitudes`` released at ``rho``
+    passes: one holding a single row passes with probability at most ``BOUNDS_BETA`` / B."""
+    return gaussian_partition_threshold(_sigma2(rho), BOUNDS_BETA / _bucket_count(bool(integer)))
+
+
+def bucket_index(values: np.ndarray, integer: bool = False) -> np.ndarray:
+    """Each value's magnitude bucket (the index into ``noisy_magnitudes``' histogram)."""
+    return _buckets(np.asarray(values, dtype=np.float64), bool(integer))
+
+
+def _sigma2(rho: float) -> Fraction:
+    return Fraction(1) / (2 * Fraction(rho))
 
 
 def _threshold(threshold: object) -> float:
