@@ -292,3 +292,28 @@ def test_generate_sample_and_evaluate_keep_the_schema_constraints(rng, tmp_path)
     assert [(c["released_violating_share"], c["real_violating_share"]) for c in checks] == [(0.0, 0.0), (0.0, 0.0)]
     assert "constraint education-num = f(education): broken by 0 of the synthetic rows" in done.output
     assert "Declared constraints" in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_a_function_keeps_each_value_of_its_of_at_its_mass(rng):
+    """Conditioning on education-num = f(education) alone would shrink each education level by
+    the share of its mass the model had put on the right number; the factor keeps every level's
+    mass. A row the model could not constrain gets its education-num moved, nothing else."""
+    from synth.data.tables import marginal_from_dense
+    from synth.models.sampling import constrained_weights, repair_functions
+
+    schema = Schema(CONSTRAINED.columns, constraints=[FUNCTION])
+    weights = rng.random(schema.universe_size)
+    weights /= weights.sum()
+    kept = constrained_weights(weights, schema)
+    assert kept.sum() == pytest.approx(1.0)
+    assert np.allclose(marginal_from_dense(kept, schema, ["education"]), marginal_from_dense(weights, schema, ["education"]))
+    table = marginal_from_dense(kept, schema, ["education", "education-num"])
+    assert table[~compile_constraints(schema)[0].allowed].sum() == pytest.approx(0.0, abs=1e-15)
+    plain = weights * compile_constraints(schema)[0].allowed[  # conditioning, for contrast: the levels move
+        tuple(schema.cell_codes(np.arange(schema.universe_size))[:, [0, 1]].T)].astype(float)
+    assert not np.allclose(marginal_from_dense(plain / plain.sum(), schema, ["education"]),
+                           marginal_from_dense(weights, schema, ["education"]))
+    codes = schema.cell_codes(rng.integers(0, schema.universe_size, 500))
+    fixed = repair_functions(codes.copy(), schema)
+    assert count_violations(fixed, schema) == [0]
+    assert np.array_equal(np.delete(fixed, 1, axis=1), np.delete(codes, 1, axis=1))  # only education-num moved

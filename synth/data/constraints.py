@@ -33,7 +33,8 @@ import numpy as np
 from synth.errors import SchemaError
 
 __all__ = ["CompiledConstraint", "Constraint", "Forbid", "Function", "MAX_CONSTRAINT_CELLS", "as_constraint",
-           "check_constraints", "compile_constraints", "constraint_subsets", "count_violations", "keeps_all"]
+           "check_constraints", "compile_constraints", "fit_to_derived", "function_maps",
+           "keeping_factor", "constraint_subsets", "count_violations", "keeps_all"]
 
 #: The most cells a constraint's table (the product of its columns' sizes) may have.
 MAX_CONSTRAINT_CELLS = 10**7
@@ -237,6 +238,59 @@ def check_constraints(constraints: Any, schema: Any) -> tuple[Constraint, ...]:
     return tuple(out)
 
 
+def fit_to_derived(constraints: Iterable, schema: Any) -> tuple[tuple[Constraint, ...], list[str]]:
+    """``constraints`` restricted to what a schema derived under DP can say, and a note for each
+    part left out. A derived column reads its rare values as "other" and clips values past its
+    bounds, so a function constraint keeps the entries whose two values the schema still tells
+    apart (the others, like "other" itself, leave the column free), and a forbidden
+    combination naming such a value is dropped (its "other" holds allowed values too). A
+    column the derivation left out drops the constraint. Nothing here reads the data."""
+    kept: list[Constraint] = []
+    notes: list[str] = []
+    for position, entry in enumerate(constraints):
+        constraint = as_constraint(entry, position)
+        absent = [name for name in constraint.columns if name not in schema]
+        if absent:
+            notes.append(f"constraint {constraint.label}: dropped, the schema has no column {absent[0]!r}")
+            continue
+        if isinstance(constraint, Forbid):
+            if all(_expressible(schema[name], value) for name, value in constraint.cells):
+                kept.append(constraint)
+            else:
+                notes.append(f"constraint {constraint.label}: dropped, a value of it is not one the derived schema "
+                             "tells apart (read as 'other' or past the bounds)")
+            continue
+        of, column = schema[constraint.of], schema[constraint.column]
+        pairs = [(key, value) for key, value in constraint.mapping
+                 if _expressible(of, _key(of, key)) and _expressible(column, value)]
+        if len(pairs) < len(constraint.mapping):
+            notes.append(f"constraint {constraint.label}: {len(constraint.mapping) - len(pairs)} of its "
+                         f"{len(constraint.mapping)} entries left free, their values not ones the derived schema tells "
+                         "apart (read as 'other' or past the bounds)")
+        if pairs:
+            kept.append(Function(constraint.of, constraint.column, [(_key(of, k), v) for k, v in pairs]))
+    return check_constraints(kept, schema), notes
+
+
+def _key(column: Any, key: Any) -> Any:
+    """A function constraint's key as ``column``'s value (JSON's text keys read as numbers)."""
+    if isinstance(key, str) and column.kind in ("numeric", "coded"):
+        try:
+            return float(key) if not key.lstrip("+-").isdigit() else int(key)
+        except ValueError:
+            return key
+    return key
+
+
+def _expressible(column: Any, value: Any) -> bool:
+    """Whether ``column`` has a code of its own for ``value`` (not "other", inside the bounds)."""
+    try:
+        code = column.code_of(value)
+    except (ValueError, TypeError):
+        return False
+    return getattr(column, "other_code", None) != code
+
+
 def _without_prefix(text: str, label: str) -> str:
     prefix = f"constraint {label}: "
     return text[len(prefix):] if text.startswith(prefix) else text
@@ -305,6 +359,39 @@ def compile_constraints(schema: Any) -> list[CompiledConstraint]:
         allowed = constraint._allowed(schema).transpose([given.index(c) for c in columns])
         out.append(CompiledConstraint(constraint, columns, tuple(positions), np.ascontiguousarray(allowed)))
     return out
+
+
+def function_maps(schema: Any) -> list[tuple[int, int, np.ndarray]]:
+    """Per function constraint of ``schema``: the positions of ``of`` and ``column`` and, per code
+    of ``of``, the one code of ``column`` it allows (-1 where ``column`` is free): what the
+    sampler sets a row's ``column`` to when the model could not take the constraint."""
+    out = []
+    for c in compile_constraints(schema):
+        if not isinstance(c.constraint, Function):
+            continue
+        of, column = schema.index(c.constraint.of), schema.index(c.constraint.column)
+        allowed = c.allowed if of < column else c.allowed.T  # axes (of, column)
+        single = allowed.sum(axis=1) == 1
+        out.append((of, column, np.where(single, allowed.argmax(axis=1), -1).astype(np.int64)))
+    return out
+
+
+def keeping_factor(compiled: CompiledConstraint, table: np.ndarray) -> np.ndarray:
+    """The factor over ``compiled.columns`` that makes a model whose marginal on them is
+    ``table`` keep the constraint: 0 on the cells it rules out, and for a function constraint,
+    on the allowed cells, 1 / (the share of its ``of`` value's mass they hold), so that each
+    value of ``of`` keeps its mass (conditioning alone would reweigh ``of``'s values by how much
+    of their mass the model happened to put on the allowed values). A value of ``of`` whose
+    allowed cells hold no mass loses its mass."""
+    allowed = compiled.allowed.astype(np.float64)
+    if not isinstance(compiled.constraint, Function):
+        return allowed
+    of_axis = compiled.columns.index(compiled.constraint.of)
+    table = np.asarray(table, dtype=np.float64)
+    total = table.sum(axis=1 - of_axis, keepdims=True)
+    kept = (table * allowed).sum(axis=1 - of_axis, keepdims=True)
+    scale = np.divide(total, kept, out=np.ones_like(total), where=kept > 0)
+    return allowed * scale
 
 
 def constraint_subsets(schema: Any) -> list[tuple[str, ...]]:

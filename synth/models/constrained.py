@@ -1,12 +1,14 @@
 """A release with its schema's public constraints applied: zero mass where they rule a row out.
 
 Post-processing of a release costs no privacy, and the constraints are public knowledge
-(``synth.data.constraints``). A dense distribution is multiplied by each constraint's table
-of allowed cells and renormalised (``synth.models.sampling.constrained_weights``): its answers
-and its rows then keep every constraint exactly. A factored model gets each constraint as one
-more factor (a log-potential of -inf on the ruled-out cells) where the subset fits its cap; a
-constraint that does not fit is left to the sampler, which never writes a row that breaks one
-(``synth.models.synthetic``), while the model's answers may give such rows some mass.
+(``synth.data.constraints``). Each constraint is one more factor over its columns
+(``keeping_factor``): zero on the cells it rules out, and for a function constraint a rescaling
+of the allowed cells that keeps each value of its ``of`` at its mass. A dense distribution is
+multiplied by it (``synth.models.sampling.constrained_weights``): its answers and its rows
+then keep every constraint exactly. A factored model takes it where the subset fits its cap;
+a constraint that does not fit is left to the sampler, which never writes a row that breaks
+one (``synth.models.synthetic``: it moves a function's column to its allowed value, and
+redraws other rows), while the model's answers may give such rows some mass.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from synth.data.constraints import compile_constraints
+from synth.data.constraints import compile_constraints, keeping_factor
 from synth.data.schema import Schema
 from synth.errors import SynthError
 from synth.models.distribution import DenseDistribution
@@ -37,8 +39,8 @@ def constrain_distribution(distribution: Any, schema: Schema) -> Any:
     if isinstance(distribution, FactoredModel):
         model = distribution.copy()
         for c in compiled:
-            if model.fits(c.columns):  # else the sampler keeps it (rejection)
-                model.multiply(c.columns, c.allowed.astype(np.float64))
+            if model.fits(c.columns):  # else the sampler keeps it: it moves a function's column, redraws other rows
+                model.multiply(c.columns, keeping_factor(c, model.marginals([c.columns])[0]))
         try:
             model.calibrate()
         except SynthError:

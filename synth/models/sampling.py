@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from synth.data.constraints import compile_constraints
+from synth.data.constraints import compile_constraints, function_maps, keeping_factor
 from synth.data.reading import code_dtype
 from synth.data.schema import Schema
-from synth.data.tables import multiply_by_marginal
+from synth.data.tables import marginal_from_dense, multiply_by_marginal
 from synth.errors import SynthError
 from synth.privacy.rng import make_rng
 
 __all__ = ["METHODS", "SAMPLE_BLOCK_ROWS", "block_count", "check_choice", "check_rows", "constrained_weights",
-           "iter_codes", "round_counts", "sample_codes", "shuffled_blocks", "split_counts"]
+           "iter_codes", "repair_functions", "round_counts", "sample_codes", "shuffled_blocks", "split_counts"]
 
 METHODS = ("round", "multinomial")
 #: Rows sampled at once (their cell indices, codes and, for a factored model, the ancestral
@@ -165,21 +165,33 @@ def split_counts(counts: np.ndarray, blocks: int, rng: np.random.Generator) -> I
 
 
 def constrained_weights(weights: np.ndarray, schema: Schema) -> np.ndarray:
-    """Flat weights over U with every cell that breaks one of ``schema``'s constraints set to 0
-    (a copy; ``weights`` itself when the schema has none). The rest keep their relative
-    weights, so the distribution is the old one conditioned on the constraints: post-processing
-    of a release, at no privacy cost. ``SynthError`` when no weight is left."""
+    """Flat weights over U that keep ``schema``'s constraints (a copy; ``weights`` itself when
+    the schema has none): each constraint's factor (``keeping_factor``: 0 on the cells it rules
+    out; a function constraint also keeps each value of its ``of`` at its mass) multiplied in,
+    in turn. Post-processing of a release, at no privacy cost. ``SynthError`` when no weight is
+    left."""
     compiled = compile_constraints(schema)
     if not compiled:
         return weights
     out = np.array(weights, dtype=np.float64, order="C")
     total = None
     for c in compiled:
-        total = multiply_by_marginal(out, schema, c.columns, c.allowed.astype(np.float64))
+        factor = keeping_factor(c, marginal_from_dense(out, schema, c.columns))
+        total = multiply_by_marginal(out, schema, c.columns, factor)
     if not total > 0:
         raise SynthError("the distribution gives no mass to any row that keeps the schema's constraints: every cell "
                          "it weighs breaks one of them")
     return out
+
+
+def repair_functions(codes: np.ndarray, schema: Schema) -> np.ndarray:
+    """``codes`` (rows, schema columns) with each function constraint's column set to the value
+    its ``of`` allows (``function_maps``), in place; the rows, for chaining."""
+    for of, column, targets in function_maps(schema):
+        wanted = targets[codes[:, of].astype(np.intp)]
+        fixed = wanted >= 0
+        codes[fixed, column] = wanted[fixed]
+    return codes
 
 
 # -- validation -----------------------------------------------------------------------------

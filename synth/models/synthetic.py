@@ -51,7 +51,7 @@ from synth.data.schema import Categorical, Numeric, Schema
 from synth.data.values import format_times
 from synth.errors import SynthError
 from synth.models.matching import all_pairs, match_pairs
-from synth.models.sampling import METHODS, SAMPLE_BLOCK_ROWS, check_choice, check_rows, iter_codes
+from synth.models.sampling import METHODS, SAMPLE_BLOCK_ROWS, check_choice, check_rows, iter_codes, repair_functions
 from synth.privacy.rng import child_rng, make_rng
 
 if TYPE_CHECKING:
@@ -524,7 +524,7 @@ def _kept_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.r
         distribution = constrain_distribution(distribution, schema)
     short, drawn, kept = 0, 0, 0
     for block in _model_blocks(distribution, schema, rows, method, rng):
-        keep = keeps_all(block, compiled)
+        keep = keeps_all(repair_functions(block, schema), compiled)
         drawn, kept = drawn + block.shape[0], kept + int(keep.sum())
         short += block.shape[0] - int(keep.sum())
         yield block if keep.all() else block[keep]
@@ -534,7 +534,7 @@ def _kept_blocks(distribution, schema: Schema, rows: int, method: str, rng: np.r
         rate = max(kept / drawn if drawn else 1.0, 1e-3)
         draw = min(max(short, int(np.ceil(1.2 * short / rate))), max(short, SAMPLE_BLOCK_ROWS))
         for block in _model_blocks(distribution, schema, draw, method, rng):
-            keep = keeps_all(block, compiled)
+            keep = keeps_all(repair_functions(block, schema), compiled)
             drawn, kept = drawn + block.shape[0], kept + int(keep.sum())
             block = block[keep][:short]
             short -= block.shape[0]
