@@ -41,7 +41,7 @@ MECHANISMS = ("mwem", "blr", "pmw")
 
 #: generate's options by what they are for, and by engine (its --help lists them so).
 HELP_SECTIONS = {
-    "Input": ("schema_file", "workload_file", "columns", "bad_rows", "scheduler"),
+    "Input": ("schema_file", "constraints_file", "workload_file", "columns", "bad_rows", "scheduler"),
     "Schema derived under DP (no --schema)": ("schema_share", "bounds", "missing_tokens"),
     "Privacy": ("epsilon", "delta", "rows", "count_epsilon", "seed"),
     "Engine": ("mechanism", "representation", "max_model_cells", "beta"),
@@ -58,6 +58,12 @@ HELP_SECTIONS = {
 @click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False),
               help="Schema JSON (public knowledge of the columns), or a private-pgm domain file {column: size}. "
                    "Without it a schema is derived under DP with --schema-share of the budget (needs --delta).")
+@click.option("--constraints", "constraints_file", type=click.Path(exists=True, dir_okay=False),
+              help="Public constraints, JSON: a list of {\"function\": {\"of\": A, \"column\": B, \"map\": "
+                   "{...}}} (B is determined by A) and {\"forbid\": {column: value, ...}} entries, as a schema's "
+                   "\"constraints\". The model gives the rows they rule out zero mass and no synthetic row breaks "
+                   "one, at no privacy cost. With a derived schema, the parts naming a value it reads as 'other' "
+                   "or clips are left out, with a warning.")
 @click.option("--schema-share", type=CheckedFloat("check_probability", "schema-share"), default=None,
               help="Without --schema: the share of the budget spent deriving the schema (default 0.3): of its "
                    "zCDP rho when the run composes in zCDP (MWEM with Gaussian noise: the two then compose in rho), "
@@ -152,7 +158,7 @@ HELP_SECTIONS = {
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True, allow_dash=True),
               callback=output_folder_exists,
               help="Synthetic table to write (.csv, or .parquet with pyarrow; '-' writes CSV to stdout).")
-def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_file, mechanism, epsilon, delta, noise, rows, count_epsilon, selection, rounds,
+def generate(data, schema_file, constraints_file, schema_share, bounds, missing_tokens, workload_file, mechanism, epsilon, delta, noise, rows, count_epsilon, selection, rounds,
              measure,
              select_share, passes, average, net, prior, prior_share, prior_model, net_size, candidates, max_net, alpha,
              updates, variant, test_kind, representation, max_model_cells, beta, sample_rows,
@@ -184,15 +190,19 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
       synth generate titanic.csv --schema titanic-schema.json --epsilon 1 \\
           --free-text placeholder -o synthetic.csv    # fresh ids, free text as '[free text]'
       synth workload marginals --schema adult-domain.json --way 2 -o w2-all.json
-      synth generate adult.csv --schema adult-domain.json --workload w2-all.json \
+      synth generate adult.csv --schema adult-domain.json --workload w2-all.json \\
           --epsilon 1 -o synthetic.csv --model adult.npz    # all 14 columns: a factored model
+      synth generate adult-raw.csv --epsilon 1 --delta 1e-9 --missing-token '?' \\
+          --constraints education-num.json -o synthetic.csv  # no schema: derived under DP
     """
     net = _check_blr_options(mechanism, net, prior, prior_share, prior_model, alpha)
     _check_selection(mechanism, selection, rounds, select_share, average, measure)
     _check_options(mechanism, delta, rounds, select_share, average, net, net_size, candidates, max_net, updates,
                    measure, passes, alpha, variant, test_kind, representation, max_model_cells, noise)
     storage_options(representation, max_model_cells)
-    check_outputs({"DATA": data, **({"--schema": schema_file} if schema_file else {}), **({"--workload": workload_file} if workload_file else {}),
+    check_outputs({"DATA": data, **({"--schema": schema_file} if schema_file else {}),
+                   **({"--constraints": constraints_file} if constraints_file else {}),
+                   **({"--workload": workload_file} if workload_file else {}),
                    **({"--prior-model": prior_model} if prior_model else {})},
                   {"-o": output, "--model": model_file}, force)
     from synth.models.synthetic import check_output_format
@@ -210,6 +220,9 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
         if given:
             raise click.UsageError(f"{', '.join(given)} apply without --schema (a schema derived under DP)")
         full, selected = load_schema(schema_file, columns)
+    if constraints_file:
+        full = _with_constraints(constraints_file, full, derived=derivation is not None)
+        selected = full if derivation is not None else full.select(columns)
     queries = load_workload(workload_file, selected)
     public_rows = rows if rows is not None else selected.rows
     share = _count_share(count_epsilon, epsilon)
@@ -270,6 +283,30 @@ def generate(data, schema_file, schema_share, bounds, missing_tokens, workload_f
              f"({total['spent']['method']}); the model file records both")
     where = "stdout" if output == "-" else output
     note(f"wrote {written:,} synthetic rows to {where}" + (f"; model saved to {model_file}" if model_file else ""))
+
+
+def _with_constraints(path, schema, derived):
+    """``schema`` with the constraints of the JSON file ``path`` (a list, or an object with a
+    "constraints" list); a derived schema keeps the parts it can say (``fit_to_derived``)."""
+    import json
+
+    from synth.data.constraints import fit_to_derived
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            entries = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.BadParameter(f"{path}: not a JSON file of constraints: {exc}", param_hint="--constraints") from None
+    if isinstance(entries, dict) and set(entries) == {"constraints"}:
+        entries = entries["constraints"]
+    if not isinstance(entries, list):
+        raise click.BadParameter(f"{path}: expected a JSON list of constraints (or {{\"constraints\": [...]}})",
+                                 param_hint="--constraints")
+    if derived:
+        entries, notes = fit_to_derived(entries, schema)
+        for text in notes:
+            warn(text)
+    return schema.with_constraints(entries)
 
 
 def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed, config,

@@ -146,7 +146,8 @@ def show(schema_file: str, columns: str | None) -> None:
     for column in loaded:
         detail = {
             "categorical": lambda c: ", ".join(map(str, c.values[:8])) + (" ..." if c.n_values > 8 else ""),
-            "numeric": lambda c: f"edges {c.edges[0]} .. {c.edges[-1]}",
+            "numeric": lambda c: f"range {c.interval(0, c.n_values - 1)}" + (f", {c.time}s" if c.time else "")
+                                 + (f", {c.digits} decimal places" if c.digits is not None else ""),
             "coded": lambda c: f"codes 0..{c.n_values - 1}",
         }[column.kind](column) + (" + missing" if column.missing else "")
         click.echo(f"{column.name:<{width}}  {column.kind:<11}  {column.size:>6}  {detail}")
@@ -155,3 +156,5 @@ def show(schema_file: str, columns: str | None) -> None:
         click.echo(f"rows (public): {loaded.rows:,}")
     if loaded.missing_tokens:
         click.echo(f"missing tokens: {', '.join(map(repr, loaded.missing_tokens))}")
+    for constraint in loaded.constraints:
+        click.echo(f"constraint: {constraint.label}")

@@ -19,17 +19,18 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from synth.data.schema import INFERRED_DESCRIPTION, Schema
+from synth.data.schema import INFERRED_DESCRIPTION, Categorical, Schema
 from synth.data.workload import Workload
 from synth.engines.registry import budget_after, make_config, make_engine, plans_in_zcdp, options_of
 from synth.engines.release import with_schema_cost
 from synth.errors import DataError, PrivacyWarning, SynthError
-from synth.data.constraints import as_constraint
+from synth.data.constraints import as_constraint, fit_to_derived
 from synth.models.constrained import constrain_model
 from synth.models.model import Model
 from synth.data.derive import DEFAULT_SCHEMA_SHARE, derivation_budget, derive_schema, modelled_names
@@ -93,7 +94,9 @@ class Synthesizer:
             workload: Workload | dict | str | os.PathLike | None = None, *,
             columns: str | list[str] | None = None, bad_rows: str = "error",
             bounds: dict[str, tuple[float, float]] | None = None, missing_tokens: tuple[str, ...] = (),
-            schema_share: float = DEFAULT_SCHEMA_SHARE, constraints: list | None = None) -> Synthesizer:
+            schema_share: float = DEFAULT_SCHEMA_SHARE, constraints: list | None = None,
+            categories: Mapping[str, Sequence] | None = None, missing: Mapping[str, bool] | None = None
+            ) -> Synthesizer:
         """Read ``data`` once and release a model; spends the whole budget.
 
         ``data`` is a pandas or Dask DataFrame, or the path of a CSV file, a Parquet file or a
@@ -106,13 +109,17 @@ class Synthesizer:
         Without a ``schema`` one is derived under DP (``synth.data.derive``) with
         ``schema_share`` of the budget (delta must be > 0): of its rho when the run composes in
         zCDP (MWEM with Gaussian noise; the two parts then compose in rho), else of epsilon and
-        delta. It takes ``bounds`` (public numeric bounds) and ``missing_tokens``; the
-        release's privacy record counts both parts, within the budget.
+        delta. It takes what is known publicly, at no cost: ``bounds`` (numeric bounds,
+        ``{"age": (0, 120)}``), ``categories`` (a column's complete list of values, ``{"sex":
+        ["F", "M"]}``: no value is lost to "other"), ``missing`` (whether a column can hold a
+        missing value, ``{"id_type": False}``; every derived column can by default) and
+        ``missing_tokens``; the release's privacy record counts both parts, within the budget.
 
         ``constraints`` (public: ``synth.data.constraints``, as objects or their JSON forms, such
         as ``{"forbid": {"sex": "Male", "relationship": "Wife"}}``) are added to the schema's
-        own, a derived one's too: the model gives the rows they rule out zero mass and no
-        sampled row breaks one, at no privacy cost.
+        own, a derived one's too (where a derived column reads a value as "other" or clips it,
+        that part of a constraint is left out, with a warning): the model gives the rows they
+        rule out zero mass and no sampled row breaks one, at no privacy cost.
         """
         constraints = _constraints(constraints)  # malformed ones refused before any work
         if self.model is not None:
@@ -126,9 +133,19 @@ class Synthesizer:
             chosen = columns.split(",") if isinstance(columns, str) else columns
             zcdp = plans_in_zcdp(self.config, modelled_names(_data_source(data), chosen), total, workload is not None)
             share_of, rho = derivation_budget(total, schema_share, zcdp)
-            derivation = derive_schema(_data_source(data), share_of.epsilon, share_of.delta, rho=rho, bounds=bounds,
-                                       missing_tokens=missing_tokens, columns=chosen, rng=_child(self._rng))
+            public = [Categorical(name, tuple(values), missing=(missing or {}).get(name, True))
+                      for name, values in (categories or {}).items()]
+            derivation = derive_schema(_data_source(data), share_of.epsilon, share_of.delta, rho=rho, public=public,
+                                       bounds=bounds, missing=missing, missing_tokens=missing_tokens, columns=chosen,
+                                       rng=_child(self._rng))
             schema = derivation.schema
+            if constraints:
+                constraints, notes = fit_to_derived(constraints, schema)
+                for text in notes:
+                    warnings.warn(text, stacklevel=2)
+        elif categories is not None or missing is not None:
+            raise SynthError("categories= and missing= describe columns of a schema to derive: with schema=, put them "
+                             "in the schema")
         full = schema if isinstance(schema, Schema) else Schema.load(schema)
         full = full.with_constraints(constraints) if constraints else full
         selected = full.select(columns)

@@ -270,3 +270,52 @@ def test_dates_and_decimal_places_are_derived_and_written_back_as_read():
     assert outside.mean() < 0.03, outside.mean()  # the derived bounds are wider, but their empty ends stay empty
     prices = out["price"].dropna().astype(float)
     assert np.allclose(prices, np.round(prices, 2)) and not np.allclose(prices, np.round(prices, 1))
+
+
+def test_a_declared_function_holds_in_every_row_of_a_run_without_a_schema(tmp_path):
+    """--constraints with a derived schema: level-num = f(level) holds in every synthetic row
+    (the same run without it breaks it), and the entry of a rare level, read as "other" by the
+    derived schema, is left free with a warning instead of stopping the run."""
+    import json
+
+    from click.testing import CliRunner
+
+    from synth_cli.main import main
+
+    rng = np.random.default_rng(8)
+    n = 6000
+    levels = rng.choice(["low", "mid", "high", "rare"], n, p=[0.5, 0.3, 0.198, 0.002])
+    numbers = {"low": 1, "mid": 5, "high": 9, "rare": 12}
+    frame = pd.DataFrame({"level": levels, "level-num": [numbers[v] for v in levels],
+                          "age": rng.integers(18, 90, n), "flag": rng.choice(["y", "n"], n)})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "c.json").write_text(json.dumps([{"function": {"of": "level", "column": "level-num", "map": numbers}}]))
+    base = ["generate", str(tmp_path / "t.csv"), "--epsilon", "1", "--delta", "1e-9", "--seed", "3"]
+    result = CliRunner().invoke(main, [*base, "--constraints", str(tmp_path / "c.json"), "-o", str(tmp_path / "o.csv")])
+    assert result.exit_code == 0, result.output
+    assert "entries left free" in result.stderr
+    out = pd.read_csv(tmp_path / "o.csv")
+    kept = out[out["level"].isin(["low", "mid", "high"])]
+    assert len(kept) > 0.9 * len(out)
+    assert (kept["level-num"] == kept["level"].map(numbers)).all()  # the mapped number itself, in every row
+    free = CliRunner().invoke(main, [*base, "-o", str(tmp_path / "free.csv")])
+    assert free.exit_code == 0, free.output
+    loose = pd.read_csv(tmp_path / "free.csv")
+    loose = loose[loose["level"].isin(["low", "mid", "high"])]
+    assert (loose["level-num"] != loose["level"].map(numbers)).mean() > 0.02  # the model alone breaks it
+
+
+def test_public_categories_and_missing_flags_are_taken_as_given():
+    import synth
+
+    frame = passengers(2000, seed=4)
+    synthesizer = synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-9, rng=2)
+    out = synthesizer.fit_sample(frame, columns=["Sex", "Pclass", "Age"], categories={"Sex": ["female", "male"]},
+                                 missing={"Sex": False, "Pclass": False}, bounds={"Age": (0, 100)})
+    schema = synthesizer.model.schema
+    assert schema["Sex"].values == ("female", "male") and not schema["Sex"].missing  # no "other", no missing code
+    assert not schema["Pclass"].missing and schema["Age"].missing  # derived, with the public flag; the default
+    assert "Sex" not in schema.derivation["columns"]  # public: nothing spent on it
+    assert set(out["Sex"]) == {"female", "male"} and out["Pclass"].notna().all()
+    with pytest.raises(SchemaError, match="'Sx' is described but the data has no such column"):
+        synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-9).fit(frame, missing={"Sx": False})

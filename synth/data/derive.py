@@ -52,13 +52,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth.data.binning import (
+    combined_counts, equal_mass_edges, extend_bounds, fine_grid, grid_cells, refined_grid,
+)
+from synth.data.constraints import fit_to_derived
 from synth.data.reading import DEFAULT_CHUNK_ROWS, _read_header, csv_chunks, is_parquet
 from synth.data.schema import Categorical, Column, Numeric, Schema
 from synth.data.values import parse_times
 from synth.errors import DataError, SchemaError
-from synth.data.binning import (
-    combined_counts, equal_mass_edges, extend_bounds, fine_grid, grid_cells, refined_grid,
-)
 from synth.privacy.accounting import Accountant, Budget, subtract_epsilon
 from synth.privacy.composition import zcdp_epsilon, zcdp_rho_limit
 from synth.privacy.mechanisms import (
@@ -192,6 +193,7 @@ def derive_schema(
     public: Schema | Sequence[Column] = (),
     bounds: Mapping[str, tuple[float, float]] | None = None,
     bins: int = DEFAULT_BINS,
+    missing: Mapping[str, bool] | None = None,
     missing_tokens: Sequence[str] = (),
     columns: Sequence[str] | None = None,
     rho: float | None = None,
@@ -201,7 +203,8 @@ def derive_schema(
     (``epsilon``, ``delta``)-DP; ``public`` columns are taken as given (no cost), ``bounds``
     are public numeric bounds. ``delta`` must be > 0 when a column's values are derived
     (partition selection keeps a one-row value with probability at most its share of delta).
-    ``rho`` caps the derivation's zCDP cost below what (``epsilon``, ``delta``) allows: a
+    ``missing`` says publicly whether a column can hold a missing value (every derived column
+    can by default, so no row is ever refused for an empty cell). ``rho`` caps the derivation's zCDP cost below what (``epsilon``, ``delta``) allows: a
     derivation for a run that composes in zCDP takes only its share (``derivation_budget``)."""
     epsilon = check_budget_epsilon(epsilon)
     delta = check_delta(delta)
@@ -210,7 +213,8 @@ def derive_schema(
     given = {column.name: column for column in (public.columns if isinstance(public, Schema) else public)}
     cells, unselected = _read_columns(source, columns)
     names = list(cells)
-    unknown = sorted(set(given) - set(names)) + sorted(set(bounds) - set(names))
+    missing = dict(missing or {})
+    unknown = sorted(set(given) - set(names)) + sorted(set(bounds) - set(names)) + sorted(set(missing) - set(names))
     if unknown:
         raise SchemaError(f"column {unknown[0]!r} is described but the data has no such column; its columns are: "
                           f"{', '.join(names)}")
@@ -248,10 +252,11 @@ def derive_schema(
         kind = kinds[name]
         if kind.numeric:
             column, entry = _numeric(name, kind, kind.numbers(cells[name]), bounds.get(name), bins,
-                                     unit * weights[name], generator, accountant, kind.entry(rho_kind))
+                                     unit * weights[name], generator, accountant, kind.entry(rho_kind),
+                                     missing.get(name, True))
         else:
             column, entry = _categorical(name, kind.texts(cells[name]), kind.present, unit * weights[name], d_column,
-                                         generator, accountant, kind.entry(rho_kind))
+                                         generator, accountant, kind.entry(rho_kind), missing.get(name, True))
         entries[name] = entry
         if column is None:
             excluded[name] = entry["how"]
@@ -264,8 +269,10 @@ def derive_schema(
                         [n for n in names if n in given], {n: excluded[n] for n in names if n in excluded}, accountant)
     # left-out columns written back: fresh ids where the header names an identifier, else free text
     roles = {n: "identifier" if _names_an_identifier(n) else "text" for n in result.excluded}
+    carried = public.constraints if isinstance(public, Schema) else ()  # a partial schema's public constraints
     result.schema = Schema(tuple(out), missing_tokens=tuple(missing_tokens), ignored=(*result.excluded, *unselected),
-                           derivation=result.record(), roles=roles, order=tuple(names))
+                           derivation=result.record(), roles=roles, order=tuple(names),
+                           constraints=fit_to_derived(carried, Schema(tuple(out)))[0] if carried else ())
     return result
 
 
@@ -364,7 +371,7 @@ class _Kind:
 
 
 def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: float, rng: np.random.Generator,
-                 accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
+                 accountant: Accountant, entry: dict, missing: bool = True) -> tuple[Column | None, dict]:
     """The values Gaussian partition selection keeps (rho-zCDP, one-row values kept with
     probability at most delta), the rest read as ``OTHER``; None for an identifier."""
     kept = gaussian_partition_selection(Counter(texts.tolist()), rho, delta, rng=rng, accountant=accountant,
@@ -378,12 +385,13 @@ def _categorical(name: str, texts: pd.Series, present: int, rho: float, delta: f
         return None, entry | {"kind": "identifier"}
     labels = list(kept)
     other = OTHER if OTHER not in kept else _fresh_label(kept)
-    entry["how"] = f"categorical: {len(labels)} values kept by {how}, the rest read as {other!r}; missing allowed"
-    return Categorical(name, (*labels, other), missing=True, other=other), entry
+    entry["how"] = (f"categorical: {len(labels)} values kept by {how}, the rest read as {other!r}; missing "
+                    f"{'allowed' if missing else 'never (public)'}")
+    return Categorical(name, (*labels, other), missing=missing, other=other), entry
 
 
 def _numeric(name: str, kind: _Kind, values: np.ndarray, bounds, bins: int, rho: float, rng: np.random.Generator,
-             accountant: Accountant, entry: dict) -> tuple[Column | None, dict]:
+             accountant: Accountant, entry: dict, missing: bool = True) -> tuple[Column | None, dict]:
     """A noisy magnitude histogram (``MAGNITUDE_SHARE`` of ``rho``): the bounds, unless public,
     and where the grid is fine; then a noisy histogram over that grid with a cell below and one
     above the bounds (the rest of ``rho``): the bins, and the share the bounds clip."""
@@ -432,12 +440,12 @@ def _numeric(name: str, kind: _Kind, values: np.ndarray, bounds, bins: int, rho:
                  clipped={"below": below, "above": above},
                  how=f"numeric ({what}): {source} [{_num(low)}, {_num(high)}], "
                      f"{len(edges) - 1} bins of similar mass from a noisy histogram (rho={rho_cells:.3g}); missing "
-                     "allowed; " + (f"about {' and '.join(clipped)} of its values (noisy shares) are clipped into "
+                     f"{'allowed' if missing else 'never (public)'}; " + (f"about {' and '.join(clipped)} of its values (noisy shares) are clipped into "
                                     "the edge bins (give --bounds if you know wider ones)" if clipped else
                                     "no clipping seen (the noisy counts outside are within their noise)"))
     if digits is not None:  # edges on the column's grid of places, so every bin holds a value it can write
         edges = sorted({round(e, digits) for e in edges})
-    return Numeric(name, tuple(_num(e) for e in edges), missing=True, digits=digits, time=time), entry
+    return Numeric(name, tuple(_num(e) for e in edges), missing=missing, digits=digits, time=time), entry
 
 
 def _kinds(cells: pd.Series, tokens: set) -> dict[str, np.ndarray]:

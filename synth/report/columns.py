@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from synth.data.schema import Categorical, Numeric, Schema
+from synth.data.values import parse_times
 from synth.report.numbers import fmt
 
 __all__ = ["ColumnHistogram", "Table", "column_fidelity", "column_histograms", "fidelity_text", "read_table"]
@@ -95,7 +96,10 @@ def read_table(path: str | os.PathLike, schema: Schema, *, columns: str | list[s
             series = frame[column.name]
             if series.dtype == object:
                 series = series.map(lambda v: v.strip() if isinstance(v, str) else v)
-            values = np.array(pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
+            if column.time is not None:  # ISO dates or timestamps: days or seconds since 1970
+                values = parse_times(series, column.time)[0]
+            else:
+                values = np.array(pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
             if column.missing:
                 values[codes[:, j] == column.missing_code] = np.nan
             numbers[column.name] = values
