@@ -33,8 +33,7 @@ import numpy as np
 from synth.errors import SchemaError
 
 __all__ = ["CompiledConstraint", "Constraint", "Forbid", "Function", "MAX_CONSTRAINT_CELLS", "as_constraint",
-           "check_constraints", "compile_constraints", "fit_to_derived", "function_maps",
-           "keeping_factor", "constraint_subsets", "count_violations", "keeps_all"]
+           "check_constraints", "compile_constraints", "fit_to_derived", "function_maps", "constraint_subsets", "count_violations", "keeps_all"]
 
 #: The most cells a constraint's table (the product of its columns' sizes) may have.
 MAX_CONSTRAINT_CELLS = 10**7
@@ -363,8 +362,11 @@ def compile_constraints(schema: Any) -> list[CompiledConstraint]:
 
 def function_maps(schema: Any) -> list[tuple[int, int, np.ndarray]]:
     """Per function constraint of ``schema``: the positions of ``of`` and ``column`` and, per code
-    of ``of``, the one code of ``column`` it allows (-1 where ``column`` is free): what the
-    sampler sets a row's ``column`` to when the model could not take the constraint."""
+    of ``of``, the one code of ``column`` it allows (-1 where ``column`` is free). A function
+    is kept by moving a row's (or a cell's mass's) ``column`` to that code, every other column
+    as it was: conditioning on it instead would reweigh the other columns by how much of their
+    mass the model happened to put on the allowed values (on adult-raw, income's TV went from
+    0.005 to 0.024)."""
     out = []
     for c in compile_constraints(schema):
         if not isinstance(c.constraint, Function):
@@ -374,24 +376,6 @@ def function_maps(schema: Any) -> list[tuple[int, int, np.ndarray]]:
         single = allowed.sum(axis=1) == 1
         out.append((of, column, np.where(single, allowed.argmax(axis=1), -1).astype(np.int64)))
     return out
-
-
-def keeping_factor(compiled: CompiledConstraint, table: np.ndarray) -> np.ndarray:
-    """The factor over ``compiled.columns`` that makes a model whose marginal on them is
-    ``table`` keep the constraint: 0 on the cells it rules out, and for a function constraint,
-    on the allowed cells, 1 / (the share of its ``of`` value's mass they hold), so that each
-    value of ``of`` keeps its mass (conditioning alone would reweigh ``of``'s values by how much
-    of their mass the model happened to put on the allowed values). A value of ``of`` whose
-    allowed cells hold no mass loses its mass."""
-    allowed = compiled.allowed.astype(np.float64)
-    if not isinstance(compiled.constraint, Function):
-        return allowed
-    of_axis = compiled.columns.index(compiled.constraint.of)
-    table = np.asarray(table, dtype=np.float64)
-    total = table.sum(axis=1 - of_axis, keepdims=True)
-    kept = (table * allowed).sum(axis=1 - of_axis, keepdims=True)
-    scale = np.divide(total, kept, out=np.ones_like(total), where=kept > 0)
-    return allowed * scale
 
 
 def constraint_subsets(schema: Any) -> list[tuple[str, ...]]:

@@ -1,14 +1,14 @@
 """A release with its schema's public constraints applied: zero mass where they rule a row out.
 
 Post-processing of a release costs no privacy, and the constraints are public knowledge
-(``synth.data.constraints``). Each constraint is one more factor over its columns
-(``keeping_factor``): zero on the cells it rules out, and for a function constraint a rescaling
-of the allowed cells that keeps each value of its ``of`` at its mass. A dense distribution is
-multiplied by it (``synth.models.sampling.constrained_weights``): its answers and its rows
-then keep every constraint exactly. A factored model takes it where the subset fits its cap;
-a constraint that does not fit is left to the sampler, which never writes a row that breaks
-one (``synth.models.synthetic``: it moves a function's column to its allowed value, and
-redraws other rows), while the model's answers may give such rows some mass.
+(``synth.data.constraints``). A function constraint moves mass rather than dropping it: in a
+dense distribution the mass of each cell that breaks it goes to the cell with its column's
+allowed value (``synth.models.sampling.constrained_weights``), and a factored model's rows
+get that value as they are sampled (``synth.models.synthetic``), every other column as the
+model gave it; a factored model's own answers on that column are left as they were. A
+forbidden combination is conditioned on: its cells get zero mass and the rest are
+renormalised (a dense distribution; a factored model as one more factor where the subset fits
+its cap, else the sampler redraws the rows that break it).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from synth.data.constraints import compile_constraints, keeping_factor
+from synth.data.constraints import Function, compile_constraints
 from synth.data.schema import Schema
 from synth.errors import SynthError
 from synth.models.distribution import DenseDistribution
@@ -38,9 +38,9 @@ def constrain_distribution(distribution: Any, schema: Schema) -> Any:
         return distribution
     if isinstance(distribution, FactoredModel):
         model = distribution.copy()
-        for c in compiled:
-            if model.fits(c.columns):  # else the sampler keeps it: it moves a function's column, redraws other rows
-                model.multiply(c.columns, keeping_factor(c, model.marginals([c.columns])[0]))
+        for c in compiled:  # a function is kept by the sampler, which moves its column in each row
+            if not isinstance(c.constraint, Function) and model.fits(c.columns):  # else by redrawing
+                model.multiply(c.columns, c.allowed.astype(np.float64))
         try:
             model.calibrate()
         except SynthError:

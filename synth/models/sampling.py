@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from synth.data.constraints import compile_constraints, function_maps, keeping_factor
+from synth.data.constraints import Function, compile_constraints, function_maps
 from synth.data.reading import code_dtype
 from synth.data.schema import Schema
-from synth.data.tables import marginal_from_dense, multiply_by_marginal
+from synth.data.tables import multiply_by_marginal
 from synth.errors import SynthError
 from synth.privacy.rng import make_rng
 
@@ -166,18 +166,26 @@ def split_counts(counts: np.ndarray, blocks: int, rng: np.random.Generator) -> I
 
 def constrained_weights(weights: np.ndarray, schema: Schema) -> np.ndarray:
     """Flat weights over U that keep ``schema``'s constraints (a copy; ``weights`` itself when
-    the schema has none): each constraint's factor (``keeping_factor``: 0 on the cells it rules
-    out; a function constraint also keeps each value of its ``of`` at its mass) multiplied in,
-    in turn. Post-processing of a release, at no privacy cost. ``SynthError`` when no weight is
-    left."""
+    the schema has none): a function constraint moves the mass of each cell that breaks it to
+    the cell with its column's allowed value, every other column unchanged (``function_maps``),
+    so every marginal without that column stays as it was; a forbidden combination's cells are
+    set to 0, the rest keeping their relative weights (conditioning). Post-processing of a
+    release, at no privacy cost. ``SynthError`` when no weight is left."""
     compiled = compile_constraints(schema)
     if not compiled:
         return weights
     out = np.array(weights, dtype=np.float64, order="C")
-    total = None
+    tensor = out.reshape(schema.shape)
+    for of, column, targets in function_maps(schema):
+        view = np.moveaxis(tensor, (of, column), (0, 1))  # a view: writes reach ``out``
+        for i in np.flatnonzero(targets >= 0):
+            moved = view[i].sum(axis=0)
+            view[i] = 0.0
+            view[i, targets[i]] = moved
+    total = float(out.sum())
     for c in compiled:
-        factor = keeping_factor(c, marginal_from_dense(out, schema, c.columns))
-        total = multiply_by_marginal(out, schema, c.columns, factor)
+        if not isinstance(c.constraint, Function):
+            total = multiply_by_marginal(out, schema, c.columns, c.allowed.astype(np.float64))
     if not total > 0:
         raise SynthError("the distribution gives no mass to any row that keeps the schema's constraints: every cell "
                          "it weighs breaks one of them")
