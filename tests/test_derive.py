@@ -319,3 +319,26 @@ def test_public_categories_and_missing_flags_are_taken_as_given():
     assert set(out["Sex"]) == {"female", "male"} and out["Pclass"].notna().all()
     with pytest.raises(SchemaError, match="'Sx' is described but the data has no such column"):
         synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-9).fit(frame, missing={"Sx": False})
+
+
+def test_text_cells_in_a_derived_numeric_column_read_as_missing(tmp_path):
+    """A numeric column with a few 'N/A' and 'unknown' cells stays numeric, and those cells read
+    as its missing value: no row refused, none dropped, the share of missing in the output
+    near theirs."""
+    import synth
+
+    rng = np.random.default_rng(11)
+    n = 5000
+    income = rng.integers(1000, 90000, n).astype(object)
+    junk = rng.random(n) < 0.05
+    income[junk] = rng.choice(["N/A", "unknown"], junk.sum())
+    frame = pd.DataFrame({"income": income, "group": rng.choice(["a", "b", "c"], n)})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    synthesizer = synth.Synthesizer.create("mwem", epsilon=1.0, delta=1e-9, rng=3)
+    out = synthesizer.fit_sample(tmp_path / "t.csv")
+    column = synthesizer.model.schema["income"]
+    assert isinstance(column, Numeric) and column.text_missing and column.missing
+    assert abs(out["income"].isna().mean() - 0.05) < 0.03
+    assert Schema.from_dict(synthesizer.model.schema.to_dict())["income"].text_missing  # kept in the JSON
+    with pytest.raises(SchemaError, match="text_missing"):
+        Numeric("x", (0, 1), text_missing=True)  # only with missing

@@ -440,12 +440,14 @@ def _numeric(name: str, kind: _Kind, values: np.ndarray, bounds, bins: int, rho:
                  clipped={"below": below, "above": above},
                  how=f"numeric ({what}): {source} [{_num(low)}, {_num(high)}], "
                      f"{len(edges) - 1} bins of similar mass from a noisy histogram (rho={rho_cells:.3g}); missing "
-                     f"{'allowed' if missing else 'never (public)'}; " + (f"about {' and '.join(clipped)} of its values (noisy shares) are clipped into "
+                     f"{'allowed (text cells read as missing)' if missing else 'never (public)'}; " + (f"about {' and '.join(clipped)} of its values (noisy shares) are clipped into "
                                     "the edge bins (give --bounds if you know wider ones)" if clipped else
                                     "no clipping seen (the noisy counts outside are within their noise)"))
     if digits is not None:  # edges on the column's grid of places, so every bin holds a value it can write
         edges = sorted({round(e, digits) for e in edges})
-    return Numeric(name, tuple(_num(e) for e in edges), missing=missing, digits=digits, time=time), entry
+    # a cell that is not a number (N/A, unknown: under TEXT_SHARE of them, by the noisy kinds) reads as missing
+    return Numeric(name, tuple(_num(e) for e in edges), missing=missing, digits=digits, time=time,
+                   text_missing=missing), entry
 
 
 def _kinds(cells: pd.Series, tokens: set) -> dict[str, np.ndarray]:

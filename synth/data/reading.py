@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import os
 import re
 import warnings
@@ -262,16 +263,29 @@ def _absent(series: pd.Series, column: Column, tokens: tuple[str, ...]) -> np.nd
         absent |= series.isin(marks).to_numpy(dtype=bool, na_value=False)
         return absent
     marks = {*tokens, ""}
+    text_missing = isinstance(column, Numeric) and column.text_missing
 
     def missing_text(cell) -> bool:
         if not isinstance(cell, str):
             return False
         text = cell.strip()
-        return text in marks or (column.missing and text.lower() == "nan")
+        return text in marks or (column.missing and text.lower() == "nan") or (text_missing and _not_a_value(text,
+                                                                                                            column))
 
     absent |= np.asarray(series.map(missing_text, na_action="ignore").to_numpy(dtype=object, na_value=False),
                          dtype=bool)
     return absent
+
+
+def _not_a_value(text: str, column: Numeric) -> bool:
+    """Whether a numeric column's cell text is neither a number nor (a time column) a date or
+    timestamp: what ``Numeric.text_missing`` reads as missing."""
+    if column.time is not None:
+        return bool(parse_times([text], column.time)[1][0])
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return True
 
 
 def _missing_message(cell) -> str:

@@ -301,6 +301,10 @@ class Numeric(_MissingCode):
     seconds since 1970-01-01 (``synth.data.values``); the edges are in those units (ISO texts
     are taken too), and synthetic values are whole days or seconds written back in ISO form.
     Either way every bin must hold at least one such value.
+
+    ``text_missing`` (with ``missing``): a cell that is not a number (not a date or timestamp,
+    for a time column), such as ``N/A`` or ``unknown``, reads as a missing value instead of a
+    bad row. A schema derived under DP sets it where its noisy count saw such cells.
     """
 
     name: str
@@ -308,6 +312,7 @@ class Numeric(_MissingCode):
     missing: bool = field(default=False, kw_only=True)
     digits: int | None = field(default=None, kw_only=True)
     time: str | None = field(default=None, kw_only=True)
+    text_missing: bool = field(default=False, kw_only=True)
     kind: ClassVar[str] = "numeric"
 
     def __post_init__(self) -> None:
@@ -323,6 +328,9 @@ class Numeric(_MissingCode):
                               f"{MAX_DIGITS} (decimal places), or absent")
         if self.digits is not None and self.time is not None:
             raise SchemaError(f"column {self.name!r}: a time column holds whole days or seconds; drop 'digits'")
+        if not isinstance(self.text_missing, bool) or (self.text_missing and not self.missing):
+            raise SchemaError(f"column {self.name!r}: text_missing ({self.text_missing!r}) must be true or false, and "
+                              "true only with missing: true (text cells read as the missing value)")
         object.__setattr__(self, "digits", None if self.digits is None else int(self.digits))
         object.__setattr__(self, "edges", tuple(self._edge_number(e) for e in self.edges)
                            if self.time is not None else tuple(self.edges))
@@ -482,6 +490,8 @@ class Numeric(_MissingCode):
             out["digits"] = self.digits
         if self.time is not None:
             out["time"] = self.time
+        if self.text_missing:
+            out["text_missing"] = True
         return out
 
 
@@ -944,7 +954,7 @@ def _check_keys(obj: dict, allowed: set[str], source: object, what: str) -> None
 
 
 #: The optional keys of a column kind, beside name, type, its values and missing.
-_EXTRA_KEYS = {"categorical": {"other"}, "numeric": {"digits", "time"}}
+_EXTRA_KEYS = {"categorical": {"other"}, "numeric": {"digits", "time", "text_missing"}}
 
 
 def _column_from_dict(entry: Any, position: int, source: object) -> Column:
