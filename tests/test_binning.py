@@ -77,3 +77,13 @@ def test_derived_bins_of_a_long_tailed_column_keep_its_zeros_and_its_cap(seed):
     gain[rng.random(n) < 0.01] = 99_999
     edges = derive_schema(pd.DataFrame({"gain": gain}), 2.0, 1e-9, rng=seed).schema["gain"].edges
     assert edges[0] == 0 and edges[1] == 1 and edges[-1] >= 99_999
+
+
+def test_a_bin_whose_mass_crowds_at_one_end_is_cut_there():
+    """Drawn uniformly inside its bin, a value of a bin whose mass sits at one end would spread
+    over all of it: such a bin is cut where its mass crosses half."""
+    edges = np.array([0.0, 10.0, 20.0, 30.0, 40.0])
+    crowded = equal_mass_edges(edges, np.array([900.0, 30.0, 30.0, 40.0]), 1, False)
+    assert crowded == [0.0, 10.0, 40.0]
+    even = equal_mass_edges(edges, np.array([250.0, 250.0, 250.0, 250.0]), 1, False)
+    assert even == [0.0, 40.0]

@@ -342,3 +342,33 @@ def test_text_cells_in_a_derived_numeric_column_read_as_missing(tmp_path):
     assert Schema.from_dict(synthesizer.model.schema.to_dict())["income"].text_missing  # kept in the JSON
     with pytest.raises(SchemaError, match="text_missing"):
         Numeric("x", (0, 1), text_missing=True)  # only with missing
+
+
+def test_a_passenger_list_run_with_no_schema_writes_no_value_of_fewer_than_20_rows(tmp_path):
+    """The issue's check at a real passenger list's size (891 rows), through the command a new
+    user types: no value held by fewer than 20 rows of the data appears in the derived schema
+    or the synthetic CSV; ids are fresh, names and tickets left out, empty ages kept."""
+    from click.testing import CliRunner
+
+    from synth.models.model import Model
+    from synth_cli.main import main
+
+    frame = passengers(891, seed=21)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    result = CliRunner().invoke(main, ["generate", str(tmp_path / "p.csv"), "--epsilon", "1", "--delta", "1e-9",
+                                       "--seed", "4", "-o", str(tmp_path / "out.csv"), "--model",
+                                       str(tmp_path / "m.npz")])
+    assert result.exit_code == 0, result.output
+    real = pd.read_csv(tmp_path / "p.csv", dtype=str, keep_default_na=False)
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    schema = Model.load(tmp_path / "m.npz").schema
+    assert "Name" not in out and "Ticket" not in out and len(out) > 700
+    assert set(out["PassengerId"]).isdisjoint(real["PassengerId"])
+    for column in schema:
+        if isinstance(column, Categorical):
+            counts = real[column.name].value_counts()
+            for value in column.values:
+                assert value == column.other or counts.get(value, 0) >= 20, (column.name, value)
+            written = set(out[column.name]) - {"", column.other}
+            assert all(counts.get(value, 0) >= 20 for value in written), (column.name, written)
+    assert (out["Age"] == "").mean() > 0.05  # the empty ages (a fifth of the rows) come back as empty cells

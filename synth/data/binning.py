@@ -148,10 +148,33 @@ def equal_mass_edges(edges: np.ndarray, noisy: np.ndarray, bins: int, integer: b
         if not gap and total > 0:
             share = max(1, round(left * float(mass[first:stop].sum()) / total))
             out |= set(_cut_equal(edges[first:stop + 1], mass[first:stop], share))
-    ordered = sorted(out)
+    ordered = _split_skewed(sorted(out), edges, mass)
     if integer:
         ordered = sorted({math.floor(e) for e in ordered[:-1]} | {ordered[-1]})
     return ordered
+
+
+def _split_skewed(bins: list[float], edges: np.ndarray, mass: np.ndarray) -> list[float]:
+    """``bins`` with each bin whose mass sits far to one side (the grid cell where its noisy
+    mass crosses half lies outside the middle third of its width) cut at that cell's edge: a
+    synthetic value is drawn uniformly inside its bin, so a wide bin whose values crowd at one
+    end (the last bins of a long tail: ages 64 to 96 where most are under 75) would spread
+    them. Each bin is cut at most once; the cut follows noisy counts only."""
+    out = list(bins)
+    index = {float(e): i for i, e in enumerate(edges)}
+    for lo, hi in zip(bins, bins[1:]):
+        first, last = index.get(float(lo)), index.get(float(hi))
+        if first is None or last is None or last - first < 2:
+            continue
+        part = mass[first:last]
+        total = float(part.sum())
+        if total <= 0:
+            continue
+        cut = first + int(np.searchsorted(np.cumsum(part), total / 2)) + 1  # the edge after the median cell
+        where = (float(edges[cut]) - lo) / (hi - lo) if first < cut < last else 0.5
+        if where < 1 / 3 or where > 2 / 3:
+            out.append(float(edges[cut]))
+    return sorted(set(out))
 
 
 def _cut_equal(edges: np.ndarray, mass: np.ndarray, bins: int) -> list[float]:
