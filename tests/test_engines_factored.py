@@ -116,11 +116,27 @@ def test_mwem_measuring_every_candidate_splits_the_budget_over_those_that_fit():
     result = mwem(codes, WIDE, PAIRS_AND_TRIPLES, 2.0, rows=5000, rng=9, representation="factored",
                   max_model_cells=300)
     measured = [tuple(entry["marginal"]) for entry in result.measurements]
-    assert measured == [("a", "b"), ("a", "c"), ("a", "d")]  # in workload order, each beside the ones before
+    assert measured == [("a", "b"), ("a", "c"), ("a", "d")]  # the pairs (smallest), each beside the ones before
     assert result.parameters["rounds"] == 3 and result.parameters["epsilon_select"] == 0
-    assert result.notes[1:] == ["measured 3 of the 10 marginals: the others would grow the model past its cap of 300 "
-                            "cells (--max-model-cells); they are answered from the model"]
+    assert result.notes[1:] == ["measured 3 of the 10 marginals, the smallest first: the others would grow the model "
+                                "past its cap of 300 cells (--max-model-cells); they are answered from the model"]
     assert result.accountant.spent().epsilon == pytest.approx(2.0)
+
+
+def test_under_the_cap_the_small_marginals_are_measured_not_the_first_in_workload_order():
+    """Two wide columns and two narrow ones, the wide pair first in the workload: taken in order
+    it fills the cap and only the narrow pair fits beside it; taken smallest first, the five
+    other pairs fit (a tree over the narrow columns and each wide one)."""
+    schema = Schema((Coded("a", 60), Coded("b", 60), Coded("c", 4), Coded("d", 4)))
+    workload = Workload.marginals(schema, 2)
+    assert workload.subsets[0] == ("a", "b")
+    rng = np.random.default_rng(3)
+    codes = np.column_stack([rng.integers(0, 60, 4000), rng.integers(0, 60, 4000), rng.integers(0, 4, 4000),
+                             rng.integers(0, 4, 4000)])
+    result = mwem(codes, schema, workload, 1.0, rows=4000, rng=1, representation="factored", max_model_cells=3700)
+    measured = {tuple(entry["marginal"]) for entry in result.measurements}
+    assert ("a", "b") not in measured and len(measured) == 5
+    assert {("c", "d"), ("a", "c"), ("b", "c")} <= measured
 
 
 def test_mwem_refuses_a_workload_of_which_nothing_fits():
