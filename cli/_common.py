@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
 
@@ -187,6 +187,9 @@ def output_option(help_text: str):
 #: than this, and then at most every 10% of the work or every LOG_EVERY seconds.
 LOG_AFTER = 5.0
 LOG_EVERY = 60.0
+#: A log, or a terminal's bar, shows something at least this often while work goes on, even
+#: when a step takes long (a big model's fit): the phase and the time so far.
+HEARTBEAT = 20.0
 
 
 @contextlib.contextmanager
@@ -195,7 +198,10 @@ def progress(label: str, quiet: bool, unit: str | None = None, *, private: bool 
 
     A bar on a terminal; in a log or a pipe, plain lines ("label: 40% after 12 s, about 18 s
     left") once the work has taken more than ``LOG_AFTER`` seconds. With a ``unit`` ("rows"),
-    ``done`` counts it, and the bar and the lines show the count and its rate.
+    ``done`` counts it, and the bar and the lines show the count and its rate. The callback's
+    ``phase(name)`` (``synth.engines.release.report_phase``) puts the run's phase in the label,
+    and a heartbeat shows the phase and the time at least every ``HEARTBEAT`` seconds while a
+    step takes long.
 
     ``private``: ``done`` counts the private table (its rows read, when n is not public): the
     count would be the true n once the work ends, so only the fraction and a rate rounded to
@@ -205,7 +211,9 @@ def progress(label: str, quiet: bool, unit: str | None = None, *, private: bool 
         yield None
         return
     if not sys.stderr.isatty():
-        yield _ProgressLines(label, unit, private)
+        lines = _ProgressLines(label, unit, private)
+        with _heartbeat(lines.beat):
+            yield lines
         return
     started = time.monotonic()
 
@@ -217,12 +225,42 @@ def progress(label: str, quiet: bool, unit: str | None = None, *, private: bool 
     with click.progressbar(length=1000, label=label, file=sys.stderr, show_eta=False, item_show_func=show) as bar:
         shown = [0]
 
-        def update(done: int, fraction: float | None) -> None:
-            target = shown[0] if fraction is None else int(fraction * 1000)
-            bar.update(target - shown[0], done)
-            shown[0] = target
+        class Update:
+            def __call__(self, done: int, fraction: float | None) -> None:
+                target = shown[0] if fraction is None else int(fraction * 1000)
+                bar.update(target - shown[0], done)
+                shown[0] = target
 
-        yield update
+            def phase(self, name: str) -> None:
+                bar.label = f"{label} ({name})"
+                bar.render_progress()
+
+            def beat(self) -> None:
+                bar.render_progress()
+
+        update = Update()
+        with _heartbeat(update.beat):
+            yield update
+
+
+@contextlib.contextmanager
+def _heartbeat(beat: Callable[[], None]) -> Iterator[None]:
+    """Call ``beat`` every ``HEARTBEAT`` seconds from a daemon thread while the block runs."""
+    import threading
+
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(HEARTBEAT):
+            beat()
+
+    thread = threading.Thread(target=run, name="synth-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1.0)
 
 
 def _count_and_rate(done: int, unit: str, seconds: float, private: bool = False) -> str:
@@ -245,10 +283,29 @@ class _ProgressLines:
         self.private = private
         self.started = self.last = time.monotonic()
         self.next_step = 0.1
+        self.current: str | None = None
+        self.fraction: float | None = None
+
+    def phase(self, name: str) -> None:
+        self.current = name
+
+    def _name(self) -> str:
+        return f"{self.label} ({self.current})" if self.current else self.label
+
+    def beat(self) -> None:
+        """A line when nothing was written for ``HEARTBEAT`` seconds: the phase and the time."""
+        now = time.monotonic()
+        if now - self.started < LOG_AFTER or now - self.last < HEARTBEAT:
+            return
+        self.last = now
+        done = f"{self.fraction:.0%} done, " if self.fraction else ""
+        click.echo(f"{self._name()}: {done}still working after {now - self.started:.0f} s", err=True)
 
     def __call__(self, done: int, fraction: float | None) -> None:
         now = time.monotonic()
         elapsed = now - self.started
+        if fraction is not None:
+            self.fraction = fraction
         if elapsed < LOG_AFTER:
             return
         if fraction is not None and fraction >= self.next_step:
@@ -259,10 +316,10 @@ class _ProgressLines:
         count = f" ({_count_and_rate(done, self.unit, elapsed, self.private)})" if self.unit else ""
         if fraction is None or fraction <= 0:
             done_text = "working" if self.private else f"{done:,} done"
-            click.echo(f"{self.label}: {done_text} after {elapsed:.0f} s{count}", err=True)
+            click.echo(f"{self._name()}: {done_text} after {elapsed:.0f} s{count}", err=True)
             return
         left = elapsed * (1 - fraction) / fraction
-        click.echo(f"{self.label}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left{count}", err=True)
+        click.echo(f"{self._name()}: {fraction:.0%} after {elapsed:.0f} s, about {left:.0f} s left{count}", err=True)
 
 
 def write_output(output: str, write) -> None:

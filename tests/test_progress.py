@@ -113,3 +113,31 @@ def test_a_private_run_without_a_public_n_logs_no_true_row_count(tmp_path, monke
     with_public_n = CliRunner().invoke(main, command + ["--rows", str(rows)])
     assert with_public_n.exit_code == 0, with_public_n.output
     assert f"({rows:,} rows" in with_public_n.stderr  # the public n may be shown
+
+
+def test_a_long_step_still_shows_its_phase_and_time_in_a_log(clock, capsys):
+    """A fit that takes minutes calls back rarely: the heartbeat writes the phase and the time
+    at least every HEARTBEAT seconds, and only when nothing else was written."""
+    lines = _common._ProgressLines("mwem")
+    clock[0] += 6
+    lines(1, 0.1)  # 10%: a line
+    lines.phase("final fit")
+    clock[0] += _common.HEARTBEAT / 2
+    lines.beat()  # too soon after the last line: nothing
+    clock[0] += _common.HEARTBEAT
+    lines.beat()
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["mwem: 10% after 6 s, about 54 s left",
+                   f"mwem (final fit): 10% done, still working after {6 + 1.5 * _common.HEARTBEAT:.0f} s"]
+
+
+def test_the_heartbeat_thread_calls_back_while_the_block_runs(monkeypatch):
+    import time as real_time
+
+    monkeypatch.setattr(_common, "HEARTBEAT", 0.02)
+    beats = []
+    with _common._heartbeat(lambda: beats.append(1)):
+        real_time.sleep(0.2)
+    count = len(beats)
+    real_time.sleep(0.1)
+    assert count >= 3 and len(beats) == count  # it beat during the block, and stopped after it

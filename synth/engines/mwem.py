@@ -56,7 +56,7 @@ from synth.engines.mwem_adaptive import (
 )
 from synth.engines.mwem_budget import RoundBudget, count_rho, plan_rounds, rounds_total
 from synth.engines.mwem_noise import NoiseChoice, check_noise, choose_noise
-from synth.engines.release import Progress, Release, describe_representation
+from synth.engines.release import Progress, Release, describe_representation, report_phase
 from synth.errors import SynthError
 from synth.models.distribution import choose_representation, make_distribution
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, ModelSizeError, FactoredModel
@@ -313,6 +313,7 @@ def _classic(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig
     # 0.085-0.087 against 0.091-0.093 stopped at the noise level).
     noise = expected_noise(rounds.measured, plan.budget.epsilon_measure, plan.budget.rho_measure)
     target = FIT_TOLERANCE * noise if not plan.select else 0.0
+    report_phase(progress, "final fit")
     fit = _final_fit(dist, rounds.measured, n, c.final_passes if final_fit else 0, target, workload,
                      lambda done: progress(plan.rounds, work.during_fit(done)) if progress is not None else None)
     if progress is not None and final_fit:
@@ -364,6 +365,7 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
                              "is unspent")
             break
         if plan.select:
+            report_phase(progress, "selecting")
             scores = _scores(dist, c.measure, candidates, workload, true_tables, true_answers, n,
                              plan.budget.mean_abs_noise)
             closed = np.ones(len(candidates), dtype=bool)
@@ -374,6 +376,7 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
             pick = open_[0]  # every candidate is measured: in workload order, no selection
         key = candidates[pick]
         chosen.add(key)
+        report_phase(progress, "measuring")
         dist.add_subset(subset_of(key))  # a factored D makes room now: later candidates must fit beside it
         if c.measure == "marginal":
             noisy = plan.budget.measure(true_tables[key], generator, accountant,
@@ -387,6 +390,7 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
             out.log.append({"round": t + 1, "query_id": int(key), "query": workload.describe(key),
                             "noisy": int(noisy)})
         if plan.select or out.average is not None:  # needed now: by the next selection or the average
+            report_phase(progress, "fitting")
             dist.fit(out.measured, n, c.passes, workload=workload)
         if out.average is not None:
             out.average += dist.normalized()
@@ -495,7 +499,9 @@ def _adaptive(data, schema, workload, dist, n, count, accountant, generator, pas
     total = rounds_total(accountant.budget.epsilon, delta, count.epsilon, count.rho)
     budget = _annealing_budget(total, delta > 0, schema, workload, n)
     report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
+    report_phase(progress, "selecting and measuring")
     run = adaptive_rounds(data, schema, workload, dist, n, budget, accountant, generator, passes, report)
+    report_phase(progress, "final fit")
     fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,
                      lambda done: progress(0, min(1.0, 0.5 + 0.5 * done / final_passes)) if progress else None)
     if progress is not None:

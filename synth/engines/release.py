@@ -23,10 +23,19 @@ from synth.errors import SynthError
 from synth.models.model import Model
 from synth.privacy.accounting import Accountant, Budget, combined_record
 
-__all__ = ["Engine", "Progress", "Release", "describe_representation", "with_schema_cost"]
+__all__ = ["Engine", "Progress", "Release", "describe_representation", "report_phase", "with_schema_cost"]
 
 #: ``progress(step, fraction_done)``: called as a run goes (the CLI's bar; never given the data).
+#: A callback may also have a ``phase(name)`` method: ``report_phase`` tells it what the run is
+#: doing ("selecting", "measuring", "fitting"), so a long step shows its phase.
 Progress = Callable[[int, float], None]
+
+
+def report_phase(progress: Progress | None, name: str) -> None:
+    """Tell ``progress`` the run's phase, when it takes one (public: a name, never the data)."""
+    phase = getattr(progress, "phase", None)
+    if phase is not None:
+        phase(name)
 
 
 @dataclass(frozen=True)
