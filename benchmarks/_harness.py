@@ -2,15 +2,18 @@
 ``benchmarks/RESULTS.md``.
 
 Each ``bench_*.py`` answers one question and writes its own section of RESULTS.md (named after
-the script). ``python benchmarks/run_all.py`` runs every script with ``--quick`` in turn and so
-rewrites all their sections (progress on stderr; a non-zero exit when a script fails).
+the script). ``python benchmarks/run_all.py`` runs every script but the slow ones (``bench_wide``,
+run by name) with ``--quick`` in turn and so rewrites their sections (progress on stderr; a
+non-zero exit when a script fails).
 
 The scripts share, beside this module: ``_timing`` (samples taken in turn, synth-vs-baseline
 figures, runs over seeds, peak memory, first-call costs), ``_report`` (figures as text, the
 markdown tables and blocks), ``_baselines`` (the plain NumPy peers synth is compared with),
 ``_peers`` (other tools' figures, quoted), ``_data`` (adult, projections of it, synthetic
-universes, the workloads and their error) and ``_results`` (the writer of one section of
-RESULTS.md). ``benchmarks/`` is on ``sys.path`` when a script runs.
+universes, the workloads and their error), ``_results`` (the writer of one section of
+RESULTS.md), and for the wide tables ``_wide`` (their builders), ``_mst`` (the MST and
+independent baselines, our reimplementation) and ``_isolate`` (a method in a fresh process,
+with a time limit and its peak memory). ``benchmarks/`` is on ``sys.path`` when a script runs.
 
 A script's run is a ``Session`` (``session(__doc__, quick_help, argv, ...)``): the options every
 script has (``--repeats``, ``--quick``, ``--seed``, ``--data-dir``, ``--no-write``; ``--seeds``

@@ -1,4 +1,5 @@
-"""Run the quick set: every ``benchmarks/bench_*.py`` with ``--quick``, one after the other, each in
+"""Run the quick set: every ``benchmarks/bench_*.py`` but the slow ones (``SLOW``: run them by
+name) with ``--quick``, one after the other, each in
 its own process (first-call costs are measured per process), so each rewrites its own section of
 ``benchmarks/RESULTS.md``.
 
@@ -18,13 +19,16 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: Scripts left out of the default set (minutes even with --quick): run them by name.
+SLOW = {"bench_wide"}
 
 
 def scripts(names: list[str]) -> list[Path]:
-    """The benchmark scripts, in name order; only those named, when names are given."""
+    """The benchmark scripts, in name order: only those named, when names are given, else all
+    but the ``SLOW`` ones."""
     found = sorted(HERE.glob("bench_*.py"))
     if not names:
-        return found
+        return [path for path in found if path.stem not in SLOW]
     wanted = {name if name.startswith("bench_") else f"bench_{name}" for name in names}
     unknown = wanted - {path.stem for path in found}
     if unknown:
