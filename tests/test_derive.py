@@ -132,7 +132,8 @@ def test_the_cli_derives_a_schema_and_generate_counts_its_cost(tmp_path):
     result = run(main, ["schema", "infer", str(tmp_path / "p.csv"), "--epsilon", "1", "--delta", "1e-9",
                         "--bounds", "Age=0:100", "--seed", "3", "-o", str(tmp_path / "s.json")])
     assert result.exit_code == 0, result.output
-    assert "schema derived under DP: epsilon=1, delta=" in result.stderr and "Name: left out" in result.stderr
+    assert "schema derived under DP: rho=" in result.stderr and "(epsilon=1, delta=1e-09 alone" in result.stderr
+    assert "Name: left out" in result.stderr
     schema = Schema.load(tmp_path / "s.json")
     assert schema.derivation["epsilon"] == pytest.approx(1.0, rel=1e-4) and "Name" in schema.ignored
     result = run(main, ["generate", str(tmp_path / "p.csv"), "--schema", str(tmp_path / "s.json"), "--epsilon", "1",

@@ -149,8 +149,11 @@ class Derivation:
 
     def describe(self) -> list[str]:
         """One line per column, for the run's summary."""
-        lines = [f"schema derived under DP: epsilon={self.epsilon:.3g}, delta={self.delta:.3g} over "
-                 f"{len(self.columns)} columns" + (f" ({len(self.public)} given publicly)" if self.public else "")]
+        rho = math.fsum(c.rho for c in self.accountant.ledger() if c.is_zcdp) if self.accountant is not None else 0.0
+        cost = (f"rho={rho:.3g} (epsilon={self.epsilon:.3g}, delta={self.delta:.3g} alone; a run in zCDP adds its rho "
+                "to this one)" if rho else f"epsilon={self.epsilon:.3g}, delta={self.delta:.3g}")
+        lines = [f"schema derived under DP: {cost} over {len(self.columns)} columns"
+                 + (f" ({len(self.public)} given publicly)" if self.public else "")]
         for name, entry in self.columns.items():
             lines.append(f"  {name}: {entry['how']}")
         for name, why in self.excluded.items():
