@@ -338,7 +338,8 @@ class _Calibration:
             top = float(tables[i].max()) if tables[i].size else -math.inf
             if not math.isfinite(top):  # every row has zero mass: nothing to normalize
                 raise SynthError("the factored model gives every row zero mass")
-            tables[i] = np.exp(tables[i] - top, out=tables[i])
+            tables[i] -= top  # in place: no clique-sized temporary
+            np.exp(tables[i], out=tables[i])
             tops.append(top)
             for c in children[i]:
                 downward[c] = self._message_down(tables[i], top, i, c, upward[c])
@@ -357,9 +358,12 @@ class _Calibration:
         finite value), and 0 where the child has no mass (the belief is 0 there too)."""
         finite = np.isfinite(upward)
         low = float(upward[finite].min()) if finite.any() else 0.0
-        weight = np.exp(low - np.where(finite, upward, math.inf))  # in [0, 1]
-        summed = _sum_onto(belief * self._lift(weight, child, clique), self.tree.cliques[clique],
-                           self.tree.separator(clique, child), self.model.schema)
+        weight = np.exp(low - np.where(finite, upward, math.inf))  # in [0, 1], over the separator
+        # the weight depends on the separator's columns only, so it comes out of the sum: the
+        # belief is summed onto the separator first (no clique-sized product; the separator is
+        # in canonical order from either side)
+        summed = weight * _sum_onto(belief, self.tree.cliques[clique], self.tree.separator(clique, child),
+                                    self.model.schema)
         with np.errstate(divide="ignore"):
             return np.log(summed) + (top - low)
 
