@@ -64,6 +64,7 @@ from synth.privacy.accounting import Accountant, Budget, subtract_epsilon
 from synth.privacy.composition import zcdp_epsilon, zcdp_rho_limit
 from synth.privacy.mechanisms import (
     bucket_edges, bucket_index, discrete_gaussian, gaussian_partition_selection, magnitude_threshold, noisy_magnitudes,
+    passing_buckets,
 )
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
@@ -409,13 +410,13 @@ def _numeric(name: str, kind: _Kind, values: np.ndarray, bounds, bins: int, rho:
         low, high = bounds
         source = "public bounds"
     else:
-        passing = np.flatnonzero(magnitudes >= magnitude_threshold(rho_magnitudes, whole))
-        if passing.size == 0:
+        passing = passing_buckets(magnitudes, magnitude_threshold(rho_magnitudes, whole))
+        if passing is None:
             entry.update(kind="numeric", how=f"left out: too few rows to bound it privately at rho={rho:.3g} "
                                              "(give --bounds)")
             return None, entry
         zero = int(bucket_index(np.zeros(1), whole)[0])
-        first, last = extend_bounds(magnitudes, int(passing[0]), int(passing[-1]), sigma_magnitudes, zero)
+        first, last = extend_bounds(magnitudes, *passing, sigma_magnitudes, zero)
         low, high = bucket_edges(first, whole)[0], bucket_edges(last, whole)[1]
         source = f"private bounds (noisy magnitudes, rho={rho_magnitudes:.3g})"
     if whole:

@@ -21,7 +21,8 @@ from synth.privacy.mechanisms.partition import (
     partition_threshold,
 )
 from synth.privacy.mechanisms.quantiles import (
-    bounds_from_magnitudes, bucket_edges, bucket_index, dp_quantiles, magnitude_threshold, noisy_magnitudes, private_bounds, private_bounds_zcdp,
+    bounds_from_magnitudes, bucket_edges, bucket_index, dp_quantiles, magnitude_threshold, noisy_magnitudes,
+    passing_buckets, private_bounds, private_bounds_zcdp,
 )
 from synth.privacy.mechanisms.sparse_vector import AboveThreshold, NumericSparse, Sparse
 
@@ -49,4 +50,5 @@ __all__ = [
     "bucket_index",
     "bucket_edges",
     "magnitude_threshold",
+    "passing_buckets",
 ]

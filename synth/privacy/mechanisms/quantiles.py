@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from synth.privacy.accounting import Accountant
 
 __all__ = ["dp_quantiles", "private_bounds", "private_bounds_zcdp", "noisy_magnitudes", "bounds_from_magnitudes",
-           "bucket_index", "magnitude_threshold", "BOUNDS_BETA", "bucket_edges"]
+           "bucket_index", "magnitude_threshold", "passing_buckets", "BOUNDS_BETA", "bucket_edges"]
 
 #: Candidate points: every integer of [lower, upper] up to this many, else a grid of about as many.
 INTEGER_CANDIDATES = 1_000_000
@@ -390,10 +390,19 @@ def _bucket_counts(values: np.ndarray, integer: bool) -> np.ndarray:
     return np.bincount(_buckets(values, integer), minlength=_bucket_count(integer))
 
 
-def _passing_bounds(noisy: np.ndarray, threshold: float, integer: bool) -> tuple[float, float] | None:
-    """The outer edges of the lowest and highest buckets whose noisy count reaches the
-    threshold, or None when none does (post-processing of the noisy histogram)."""
-    passing = np.flatnonzero(noisy >= threshold)
+def passing_buckets(noisy: np.ndarray, threshold: float) -> tuple[int, int] | None:
+    """The lowest and highest buckets of a noisy magnitude histogram whose noisy count reaches
+    ``threshold`` (indices, as ``bucket_edges`` takes them), or None when none does
+    (post-processing of the noisy histogram)."""
+    passing = np.flatnonzero(np.asarray(noisy) >= threshold)
     if passing.size == 0:
         return None
-    return bucket_edges(int(passing[0]), integer)[0], bucket_edges(int(passing[-1]), integer)[1]
+    return int(passing[0]), int(passing[-1])
+
+
+def _passing_bounds(noisy: np.ndarray, threshold: float, integer: bool) -> tuple[float, float] | None:
+    """The outer edges of ``passing_buckets``, or None when no bucket passes."""
+    found = passing_buckets(noisy, threshold)
+    if found is None:
+        return None
+    return bucket_edges(found[0], integer)[0], bucket_edges(found[1], integer)[1]
