@@ -272,11 +272,12 @@ def fit_to_derived(constraints: Iterable, schema: Any) -> tuple[tuple[Constraint
 
 
 def _key(column: Any, key: Any) -> Any:
-    """A function constraint's key as ``column``'s value (JSON's text keys read as numbers)."""
+    """A function constraint's key as ``column``'s value (JSON's text keys read as numbers by
+    ``_number``; a text that is none stays text, and so names no value of a numeric column)."""
     if isinstance(key, str) and column.kind in ("numeric", "coded"):
         try:
-            return float(key) if not key.lstrip("+-").isdigit() else int(key)
-        except ValueError:
+            return _number(key, "", column.name)
+        except SchemaError:
             return key
     return key
 
