@@ -312,11 +312,11 @@ def _with_constraints(path, schema, derived):
 def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, columns, seed, config,
                     workload_given):
     """Without --schema: a schema derived under DP with ``schema_share`` of the budget: of its
-    rho when the run will compose in zCDP (``plans_in_zcdp``), else of its epsilon and delta."""
+    rho when the run will compose in zCDP, else of its epsilon and delta (``derive_for_run``)."""
     import numpy as np
 
-    from synth.data.derive import DEFAULT_SCHEMA_SHARE, derivation_budget, derive_schema, modelled_names
-    from synth.engines.registry import plans_in_zcdp
+    from synth.data.derive import DEFAULT_SCHEMA_SHARE
+    from synth.engines.registry import derive_for_run
     from synth.privacy.accounting import Budget
 
     if not delta > 0:
@@ -324,13 +324,10 @@ def _derived_schema(data, epsilon, delta, schema_share, bounds, missing_tokens, 
                                "--delta 1e-9: partition selection keeps a value held by one row with probability at "
                                "most its share); or give --schema with what you know publicly")
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else schema_share
-    chosen = columns.split(",") if columns else None
-    total = Budget(epsilon, delta)
-    zcdp = plans_in_zcdp(config, modelled_names(data, chosen), total, workload_given)
-    share_of, rho = derivation_budget(total, share, zcdp)
-    derived = derive_schema(data, share_of.epsilon, share_of.delta, rho=rho, bounds=bounds,
-                            missing_tokens=missing_tokens, columns=chosen,
-                            rng=None if seed is None else np.random.default_rng([seed, 2]))
+    derived, zcdp = derive_for_run(data, config, Budget(epsilon, delta), share, workload_given=workload_given,
+                                   columns=columns.split(",") if columns else None, bounds=bounds,
+                                   missing_tokens=missing_tokens,
+                                   rng=None if seed is None else np.random.default_rng([seed, 2]))
     part = "rho (the run composes in zCDP)" if zcdp else "epsilon and delta"
     note(f"no --schema: deriving one under DP with {share:g} of the budget's {part} (--schema-share); give --schema "
          "(a partial one is fine, through synth schema infer --epsilon --schema) or --bounds for what you know "

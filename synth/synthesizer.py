@@ -27,13 +27,13 @@ import pandas as pd
 
 from synth.data.schema import INFERRED_DESCRIPTION, Categorical, Schema
 from synth.data.workload import Workload
-from synth.engines.registry import budget_after, make_config, make_engine, plans_in_zcdp, options_of
+from synth.engines.registry import budget_after, derive_for_run, make_config, make_engine, options_of
 from synth.engines.release import with_schema_cost
 from synth.errors import DataError, PrivacyWarning, SynthError
 from synth.data.constraints import as_constraint, fit_to_derived
 from synth.models.constrained import constrain_model
 from synth.models.model import Model
-from synth.data.derive import DEFAULT_SCHEMA_SHARE, derivation_budget, derive_schema, modelled_names
+from synth.data.derive import DEFAULT_SCHEMA_SHARE
 from synth.privacy.accounting import Budget
 from synth.privacy.rng import make_rng
 from synth.privacy.validation import check_budget_epsilon, check_delta, check_positive_int
@@ -130,14 +130,13 @@ class Synthesizer:
         if schema is None:
             if not isinstance(data, (pd.DataFrame, str, os.PathLike)):
                 raise SynthError("a schema is derived from a pandas DataFrame or a file: give schema= for a Dask one")
-            chosen = columns.split(",") if isinstance(columns, str) else columns
-            zcdp = plans_in_zcdp(self.config, modelled_names(_data_source(data), chosen), total, workload is not None)
-            share_of, rho = derivation_budget(total, schema_share, zcdp)
             public = [Categorical(name, tuple(values), missing=(missing or {}).get(name, True))
                       for name, values in (categories or {}).items()]
-            derivation = derive_schema(_data_source(data), share_of.epsilon, share_of.delta, rho=rho, public=public,
-                                       bounds=bounds, missing=missing, missing_tokens=missing_tokens, columns=chosen,
-                                       rng=_child(self._rng))
+            derivation, _ = derive_for_run(_data_source(data), self.config, total, schema_share,
+                                           workload_given=workload is not None,
+                                           columns=columns.split(",") if isinstance(columns, str) else columns,
+                                           public=public, bounds=bounds, missing=missing,
+                                           missing_tokens=missing_tokens, rng=_child(self._rng))
             schema = derivation.schema
             if constraints:
                 constraints, notes = fit_to_derived(constraints, schema)

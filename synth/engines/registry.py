@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from synth.data.derive import Derivation
+from synth.data.derive import Derivation, derivation_budget, derive_schema, modelled_names
 from synth.data.schema import Categorical, Schema
 from synth.data.workload import Workload
 from synth.engines.blr_engine import BLRConfig, BLREngine
@@ -18,7 +18,7 @@ from synth.engines.release import Engine
 from synth.privacy.accounting import Budget
 
 __all__ = ["CONFIGS", "MECHANISMS", "make_config", "make_engine", "options_of", "plans_in_zcdp",
-           "composes_in_zcdp", "budget_after"]
+           "composes_in_zcdp", "budget_after", "derive_for_run"]
 
 CONFIGS = {"mwem": MWEMConfig, "pmw": PMWConfig, "blr": BLRConfig}
 ENGINES = {"mwem": MWEMEngine, "pmw": PMWEngine, "blr": BLREngine}
@@ -65,6 +65,19 @@ def plans_in_zcdp(config: MWEMConfig | PMWConfig | BLRConfig, names: Sequence[st
         return True
     placeholder = Schema(tuple(Categorical(name, ("a", "b")) for name in names))
     return composes_in_zcdp(make_engine(config, placeholder, Workload.default(placeholder)), budget)
+
+
+def derive_for_run(source, config: MWEMConfig | PMWConfig | BLRConfig, total: Budget, share: float, *,
+                   workload_given: bool = False, columns: Sequence[str] | None = None,
+                   **options: Any) -> tuple[Derivation, bool]:
+    """A schema of ``source`` derived under DP for a run of ``config`` in ``total``: ``share``
+    of its rho when the run will compose in zCDP (``plans_in_zcdp``), else of its epsilon and
+    delta (``derivation_budget``); ``options`` go to ``derive_schema``. The derivation, and
+    whether it took the share of rho. What ``synth generate`` and ``Synthesizer.fit`` do
+    without a schema."""
+    zcdp = plans_in_zcdp(config, modelled_names(source, columns), total, workload_given)
+    share_of, rho = derivation_budget(total, share, zcdp)
+    return derive_schema(source, share_of.epsilon, share_of.delta, rho=rho, columns=columns, **options), zcdp
 
 
 def composes_in_zcdp(engine: Engine, budget: Budget) -> bool:
