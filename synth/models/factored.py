@@ -5,11 +5,13 @@ query over S) multiplies D by a function of u_S, i.e. adds to θ_S. So MWEM's an
 be kept this way on universes far past what a dense array holds (adult's 14 columns have
 6.4·10¹⁷ cells); only the storage changes, never the mechanism.
 
-Inference runs on a junction tree of the subsets (``synth.models.junction_tree``): sum-product in log
-space gives every clique's marginal (its belief) in one calibration. A marginal inside a
-clique sums its belief; one across cliques is computed by variable elimination along the
-smallest subtree that covers it. Clique tables are summed by the same Numba kernel that
-marginalizes dense tables (``synth.data.tables.marginal_from_dense``). A counting query whose
+Inference runs on a junction tree of the subsets (``synth.models.junction_tree``): sum-product
+(log tables up, linear updates down) gives every clique's marginal (its belief) in one
+calibration; a clique's log table is written in one pass from its potentials and messages by
+a Numba kernel (``synth._kernels.calibration``). A marginal inside a clique sums its belief;
+one across cliques is computed by variable elimination along the smallest subtree that covers
+it. Clique tables are summed by the same Numba kernel that marginalizes dense tables
+(``synth.data.tables.marginal_from_dense``). A counting query whose
 marginal would be bigger than the largest clique is never given that table: one upward
 sum-product pass over its covering subtree, with its allowed cells as evidence, sums it in
 memory bounded by the cliques (``answer``), for any number of columns.
@@ -20,11 +22,13 @@ and a subset that would grow the tree past the cap is refused (``ModelSizeError`
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from synth._kernels.calibration import broadcast_sum
 from synth.data.schema import Schema
 from synth.data.tables import marginal_from_dense, marginals_from_dense
 from synth.errors import SynthError
@@ -295,92 +299,93 @@ class FactoredModel:
 
 
 class _Calibration:
-    """Sum-product over the junction tree in log space: every clique's normalized belief.
+    """Sum-product over the junction tree: every clique's normalized belief (Hugin-style).
 
-    Each clique's table is built in place (its potentials, then its children's messages on
-    the way up, then its parent's on the way down) and exponentiated once, on the way down:
-    the message to a child divides that child's own message back out in linear space (a
-    multiply over the clique, not a subtraction and a fresh exponential per child), and the
-    same exponential gives the normaliser and the belief. On a 60-round model of all 14 adult
-    columns (a 1.8M-cell clique) a calibration takes half the time it did."""
+    Upward, each clique's table is exp(its log table - a shift), written in one pass from its
+    potentials and its children's messages (``_exponentiated``); its sum onto the parent
+    separator gives its message. The root's table, normalized, is its belief. Downward, a
+    child's belief is its own table times, per separator cell, the parent belief's marginal
+    there over the child's own separator sum: one multiply over the child, with no second log
+    table or exponential (``_exact_belief`` recomputes in log space where the ratio is too big
+    to keep precision). The ratio is taken as exp(parent's log message + shift - log Z), the
+    log-space calibration's terms, so a model whose log-potentials swamp each other in float64
+    (1e12 beside 1) still shows it in beliefs that do not sum to 1, which is how loading a
+    model refuses one (``synth.models.model``); an exact ratio would hide it. A clique's
+    messages to all its children are summed in one walk of it.
+    So the root, the largest clique, is walked four times (write, exponential, sums onto its
+    separators, normalization): on a 60-round MWEM model of adult's 14 columns (a 1.8M-cell
+    root) a calibration takes 8 ms, against 27 ms in log space with one NumPy pass per table."""
 
     def __init__(self, model: FactoredModel):
         self.model = model
         self.tree = tree = model._tree
-        sizes = model._sizes
-        tables = [np.zeros([sizes[c] for c in clique]) for clique in tree.cliques]
-        held: list[list[Subset]] = [[] for _ in tree.cliques]
-        for subset in model._potentials:
-            held[tree.clique_containing(subset)].append(subset)
-        for c, subsets in enumerate(held):
-            for union, group in _grouped(subsets, sizes, tables[c].size):
-                if len(group) == 1:
-                    table = model._potentials[group[0]]
-                else:
-                    table = np.zeros([sizes[k] for k in union])
-                    for subset in group:
-                        table += _expand(model._potentials[subset], subset, union, sizes)
-                tables[c] += _expand(table, union, tree.cliques[c], sizes)
-        children: list[list[int]] = [[] for _ in tree.cliques]
-        for i in tree.order[1:]:
-            children[tree.parent[i]].append(i)
+        sizes, schema = model._sizes, model.schema
+        holders, children, separators = _layout(tree, tuple(model._potentials))
+        held: list[list[tuple[Subset, np.ndarray]]] = [[] for _ in tree.cliques]
+        for (subset, potential), i in zip(model._potentials.items(), holders):
+            held[i].append((subset, potential))
+        tables: list[np.ndarray] = [np.empty(0)] * len(tree.cliques)
+        shifts = [0.0] * len(tree.cliques)  # tables[i] is exp(log table - shifts[i]) until it is the belief
+        own: dict[int, np.ndarray] = {}  # clique -> its table summed onto its parent separator (linear)
         upward: dict[int, np.ndarray] = {}  # clique -> its message to its parent (log, over the separator)
         for i in reversed(tree.order):  # children first: a table then holds its subtree's evidence
-            for c in children[i]:
-                tables[i] += self._lift(upward[c], c, i)
-            if tree.parent[i] >= 0:
-                upward[i] = self._log_sum_onto(tables[i], tree.cliques[i], tree.separator(i, tree.parent[i]))
-        downward: dict[int, np.ndarray] = {}  # clique -> its parent's message to it
-        tops = []  # each clique's largest log belief: tables[i] becomes exp(log belief - tops[i])
-        for i in tree.order:
-            if tree.parent[i] >= 0:
-                tables[i] += self._lift(downward[i], i, i)  # now the clique's unnormalized log belief
-            top = float(tables[i].max()) if tables[i].size else -math.inf
-            if not math.isfinite(top):  # every row has zero mass: nothing to normalize
-                raise SynthError("the factored model gives every row zero mass")
-            tables[i] -= top  # in place: no clique-sized temporary
-            np.exp(tables[i], out=tables[i])
-            tops.append(top)
-            for c in children[i]:
-                downward[c] = self._message_down(tables[i], top, i, c, upward[c])
+            held[i] += [(separators[c], upward[c]) for c in children[i]]  # kept for ``_exact_belief``
+            if tree.parent[i] < 0:
+                continue
+            tables[i], shifts[i] = _exponentiated(held[i], tree.cliques[i], sizes)
+            own[i] = _sum_onto(tables[i], tree.cliques[i], separators[i], schema)
+            if not float(own[i].sum()) >= _MIN_TOTAL:  # the shift was far above the largest entry
+                tables[i], shifts[i] = _exponentiated(held[i], tree.cliques[i], sizes, exact=True)
+                own[i] = _sum_onto(tables[i], tree.cliques[i], separators[i], schema)
+            with np.errstate(divide="ignore"):
+                upward[i] = np.log(own[i]) + shifts[i]
         root = tree.order[0]
-        self.log_z = tops[0] + math.log(float(tables[root].sum()))
+        kids = [separators[c] for c in children[root]]
+        table, shift = _exponentiated(held[root], tree.cliques[root], sizes)
+        sums = _sums_onto(table, tree.cliques[root], kids, schema) if kids else []
+        total = float(sums[0].sum()) if kids else float(table.sum())
+        if not total >= _MIN_TOTAL:
+            table, shift = _exponentiated(held[root], tree.cliques[root], sizes, exact=True)
+            sums = _sums_onto(table, tree.cliques[root], kids, schema) if kids else []
+            total = float(table.sum())
+        self.log_z = shift + math.log(total)
+        scale = math.exp(shift - self.log_z)
+        table *= scale
+        tables[root] = table
         self.beliefs = tables
-        for i, top in zip(tree.order, tops):
-            tables[i] *= math.exp(top - self.log_z)
+        for i in tree.order:
+            if i != root and children[i]:
+                sums = _sums_onto(tables[i], tree.cliques[i], [separators[c] for c in children[i]], schema)
+                scale = 1.0
+            for c, above in zip(children[i], sums):
+                above = above * scale  # the parent belief's marginal on the separator
+                with np.errstate(divide="ignore", over="ignore"):  # log 0: no mass there, a ratio of 0
+                    message = np.log(above) + (self.log_z - np.where(own[c] > 0, upward[c], math.inf))
+                    ratio = np.exp(message + (shifts[c] - self.log_z))  # above / own, as it rounds in logs
+                if ratio.size and not float(ratio.max()) <= _RATIO_LIMIT:
+                    tables[c] = self._exact_belief(c, held[c], above, upward[c])
+                else:
+                    tables[c] *= _expand(ratio, separators[c], tree.cliques[c], sizes)
         self._cache: dict[Subset, np.ndarray] = {}
         self._separators: dict[int, np.ndarray] = {}  # clique -> marginal on its parent separator
+        self._holders = dict(zip(model._potentials, holders))  # potential's subset -> its clique
 
-    def _message_down(self, belief: np.ndarray, top: float, clique: int, child: int, upward: np.ndarray) -> np.ndarray:
-        """The clique's message to ``child``: log Σ over the clique's other columns of its
-        belief without the child's own message ``upward``. ``belief`` is exp(log belief - top);
-        the child's message is divided out as exp(low - upward), at most 1 (low: its smallest
-        finite value), and 0 where the child has no mass (the belief is 0 there too)."""
-        finite = np.isfinite(upward)
-        low = float(upward[finite].min()) if finite.any() else 0.0
-        weight = np.exp(low - np.where(finite, upward, math.inf))  # in [0, 1], over the separator
-        # the weight depends on the separator's columns only, so it comes out of the sum: the
-        # belief is summed onto the separator first (no clique-sized product; the separator is
-        # in canonical order from either side)
-        summed = weight * _sum_onto(belief, self.tree.cliques[clique], self.tree.separator(clique, child),
-                                    self.model.schema)
-        with np.errstate(divide="ignore"):
-            return np.log(summed) + (top - low)
+    def _exact_belief(self, clique: int, operands: list[tuple[Subset, np.ndarray]], above: np.ndarray,
+                      upward: np.ndarray) -> np.ndarray:
+        """The belief of a non-root ``clique`` in log space: its log table plus its parent's
+        message (the parent belief's log marginal ``above`` on the separator, less the
+        clique's own message ``upward``), exponentiated relative to its largest entry.
 
-    def _lift(self, message: np.ndarray, child: int, clique: int) -> np.ndarray:
-        """A message over the separator of ``child`` and its parent, broadcast to ``clique``."""
-        tree = self.tree
-        separator = tree.separator(child, tree.parent[child])
-        return _expand(message, separator, tree.cliques[clique], self.model._sizes)
-
-    def _log_sum_onto(self, log_table: np.ndarray, columns: Subset, keep: Subset) -> np.ndarray:
-        """log Σ exp(log_table) over the columns not in ``keep`` (stably: the max is taken out)."""
-        top = float(log_table.max()) if log_table.size else -math.inf
-        if not math.isfinite(top):
-            return np.full([self.model._sizes[c] for c in keep], -math.inf)
-        summed = _sum_onto(np.exp(log_table - top), columns, keep, self.model.schema)
-        with np.errstate(divide="ignore"):
-            return np.log(summed) + top
+        Used where the linear update's ratio is so big that cells of the clique's own table,
+        exponentiated relative to its own largest entry, could have underflowed and mattered."""
+        tree, sizes = self.tree, self.model._sizes
+        separator = tree.separator(clique, tree.parent[clique])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            message = np.where(np.isfinite(upward), np.log(above) + self.log_z - upward, -math.inf)
+        operands = operands + [(separator, message)]
+        table, top = _exponentiated(operands, tree.cliques[clique], sizes, exact=True)
+        table *= math.exp(top - self.log_z)
+        return table
 
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """``marginal`` of each subset; those inside one clique are summed from its belief
@@ -388,8 +393,13 @@ class _Calibration:
         tree, model = self.tree, self.model
         inside: dict[int, list[Subset]] = {}
         for subset in subsets:
-            key = model.canonical(subset)
-            c = tree.clique_containing(key) if key and key not in self._cache else None
+            if type(subset) is tuple and subset in self._cache:  # a canonical subset, already summed
+                continue
+            if type(subset) is tuple and subset and subset in self._holders:  # a potential's (canonical)
+                key, c = subset, self._holders[subset]
+            else:
+                key = model.canonical(subset)
+                c = tree.clique_containing(key) if key and key not in self._cache else None
             if c is not None and key not in inside.setdefault(c, []):
                 inside[c].append(key)
         for c, keys in inside.items():
@@ -399,6 +409,10 @@ class _Calibration:
         return [self.marginal(subset) for subset in subsets]
 
     def marginal(self, subset: Sequence[str]) -> np.ndarray:
+        if type(subset) is tuple:  # the cache's keys are canonical: a hit needs no transpose
+            table = self._cache.get(subset)
+            if table is not None:
+                return table
         model = self.model
         key = model.canonical(subset)
         table = self._cache.get(key)
@@ -496,30 +510,169 @@ def _axes_to(source: Sequence[str], target: Sequence[str]) -> list[int]:
     return [list(source).index(c) for c in target]
 
 
-#: A clique's potentials are summed in groups whose union has at most this share of its cells.
+@functools.lru_cache(maxsize=64)
+def _layout(tree: JunctionTree, subsets: tuple[Subset, ...]
+            ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...], tuple[Subset, ...]]:
+    """The calibration's walk of ``tree`` (cached: it is the same for every pass of a fit):
+    the clique holding each of ``subsets``, each clique's children, and each clique's
+    separator with its parent (empty for the root)."""
+    holders = tuple(tree.clique_containing(subset) for subset in subsets)
+    children: list[list[int]] = [[] for _ in tree.cliques]
+    for i in tree.order[1:]:
+        children[tree.parent[i]].append(i)
+    separators = tuple(tree.separator(i, p) if p >= 0 else () for i, p in enumerate(tree.parent))
+    return holders, tuple(map(tuple, children)), separators
+
+
+def _exponentiated(operands: list[tuple[Subset, np.ndarray]], columns: Subset, sizes: dict[str, int], *,
+                   exact: bool = False) -> tuple[np.ndarray, float]:
+    """A new clique table over ``columns``, exp(log table - shift), and the shift; the log
+    table is the sum of the operands (log tables over subsets of it, schema order).
+
+    They are summed in small groups first (``_grouped``), then the groups, less the shift, are
+    written into the clique in one pass (``broadcast_sum``) and exponentiated in place. The
+    shift is the sum of the groups' largest entries: at or above the clique's largest entry
+    (no overflow), and found without a pass over the clique. A caller that finds the table's
+    total too small (``_MIN_TOTAL``: the shift far above the largest entry) asks for the
+    ``exact`` shift, the largest entry, as the log-space calibration used (two more passes).
+    Raises ``SynthError`` when the clique has no mass at all (so no row of the model has any).
+    """
+    shape = tuple(sizes[c] for c in columns)
+    subsets = tuple(subset for subset, _ in operands)
+    parts = [operands[members[0]] if len(members) == 1
+             else (union, _summed([operands[k] for k in members], union, sizes))
+             for union, members in _grouped(columns, shape, subsets)]
+    shift = 0.0 if exact else math.fsum(float(table.max()) if table.size else -math.inf for _, table in parts)
+    if not exact and math.isfinite(shift):
+        table = _summed(parts + [((), np.asarray(-shift))], columns, sizes)
+    else:
+        table = _summed(parts, columns, sizes)
+        shift = float(table.max()) if table.size else -math.inf
+        if math.isfinite(shift):
+            table -= shift  # in place: no clique-sized temporary
+    if not math.isfinite(shift):  # every cell -inf: the model gives every row zero mass
+        raise SynthError("the factored model gives every row zero mass")
+    np.exp(table, out=table)
+    return table, shift
+
+
+#: ``_exponentiated``'s shift is kept when the table's total is at least this, so at most 46 +
+#: ln(cells) above the largest entry: entries within e^-640 of the largest keep every bit in
+#: the exponential (exp(log table - largest entry), the log-space calibration's, keeps those
+#: within e^-708). A smaller total asks for the exact shift. Adult's MWEM models: at most 11.
+_MIN_TOTAL = 1e-20
+
+#: The downward update multiplies a child's table (exponentiated relative to its own shift) by
+#: parent marginal / own sum per separator cell. Up to this ratio a belief cell loses bits (its
+#: own entry subnormal) only below 2.2e-308 x 1e20; past it the belief is recomputed in log
+#: space. Adult's MWEM models: ratios up to 100.
+_RATIO_LIMIT = 1e20
+
+
+#: A clique's log tables are summed in groups whose union has at most this share of its cells.
 GROUP_SHARE = 1 / 16
 
 
-def _grouped(subsets: list[Subset], sizes: dict[str, int], clique_cells: int) -> list[tuple[Subset, list[Subset]]]:
-    """The potentials of one clique in groups, each with the union of its columns (schema
-    order) kept small (``GROUP_SHARE`` of the clique): each group is summed on its union, then
-    added to the clique once, so a clique holding dozens of pairs costs a few passes over its
-    cells, not one per pair. Best fit: a subset joins the group whose union grows least."""
-    order = {name: i for i, name in enumerate(sizes)}
-    limit = max(1, int(clique_cells * GROUP_SHARE))
-    groups: list[tuple[set[str], list[Subset]]] = []
-    for subset in sorted(subsets, key=lambda s: -math.prod(sizes[c] for c in s)):
+@functools.lru_cache(maxsize=256)
+def _grouped(columns: Subset, shape: tuple[int, ...], subsets: tuple[Subset, ...]
+             ) -> tuple[tuple[Subset, tuple[int, ...]], ...]:
+    """The log tables of one clique over ``columns`` (sizes ``shape``), one over each of
+    ``subsets``, in groups by position, each with the union of its columns (clique order) kept
+    small (``GROUP_SHARE`` of the clique): each group is summed on its union, then the groups
+    are added into the clique, so a clique holding dozens of pairs and messages costs one pass
+    over its cells and a few over smaller tables. Best fit: a subset joins the group whose
+    union grows least. Cached: a fit asks for the same grouping every pass."""
+    sizes = dict(zip(columns, shape))
+    limit = max(1, int(math.prod(shape) * GROUP_SHARE))
+    groups: list[tuple[set[str], list[int]]] = []
+    for k in sorted(range(len(subsets)), key=lambda k: -math.prod(sizes[c] for c in subsets[k])):
         best, best_cells = None, None
-        for columns, members in groups:
-            cells = math.prod(sizes[c] for c in columns | set(subset))
+        for union, members in groups:
+            cells = math.prod(sizes[c] for c in union | set(subsets[k]))
             if cells <= limit and (best_cells is None or cells < best_cells):
-                best, best_cells = (columns, members), cells
+                best, best_cells = (union, members), cells
         if best is None:
-            groups.append((set(subset), [subset]))
+            groups.append((set(subsets[k]), [k]))
         else:
-            best[0].update(subset)
-            best[1].append(subset)
-    return [(tuple(sorted(columns, key=order.__getitem__)), members) for columns, members in groups]
+            best[0].update(subsets[k])
+            best[1].append(k)
+    return tuple((tuple(c for c in columns if c in union), tuple(members)) for union, members in groups)
+
+
+def _summed(parts: list[tuple[Subset, np.ndarray]], columns: Subset, sizes: dict[str, int]) -> np.ndarray:
+    """A new table over ``columns``: the sum of ``parts`` (tables over subsets of it, schema
+    order) broadcast to it, written in one pass (``broadcast_sum``); each cell adds its terms
+    in the parts' order, as NumPy's ``add(t_0, t_1)`` then ``+= t_k`` would."""
+    out = np.empty([sizes[c] for c in columns])
+    if not columns:
+        out[()] = sum((float(table) for _, table in parts), 0.0) if parts else 0.0
+        return out
+    plan = _broadcast_plan(columns, out.shape, tuple(subset for subset, _ in parts))
+    flat = np.concatenate([np.ravel(table) for _, table in parts]).astype(np.float64, copy=False) if parts \
+        else np.zeros(0)
+    dims, strides, starts, tail, kinds, offsets = plan
+    broadcast_sum(out.reshape(-1), dims, strides, starts, flat, tail, kinds, offsets)
+    return out
+
+
+#: ``broadcast_sum`` walks blocks of the clique's last axes of at least ``_BLOCK_CELLS`` cells
+#: (when it has that many, and unless the next axis would take a block past ``_BLOCK_MOST``),
+#: and adds a table row by row when the last axis has at least ``_ROW_CELLS`` cells, else by a
+#: gather per cell. Measured on adult's largest clique and a 10^7-cell one: blocks of 256 to
+#: 1,024 cells are equally fast; on 1.8M cells and three tables, rows of 4 cells take 2.8 ms
+#: against 3.0 ms by gathers, rows of 8 1.8 ms against 2.9, rows of 3 3.9 ms against 3.1.
+_BLOCK_CELLS, _BLOCK_MOST, _ROW_CELLS = 1024, 2**14, 4
+
+
+@functools.lru_cache(maxsize=256)
+def _broadcast_plan(columns: Subset, shape: tuple[int, ...], subsets: tuple[Subset, ...]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """``broadcast_sum``'s walk for tables over ``subsets`` of ``columns`` (sizes ``shape``),
+    given end to end in C order: the clique's axes (those of one cell dropped; neighbours
+    merged where every table holds both or neither, so rows are long), each table's strides
+    over them (0 where it lacks the axis), where each table starts, how many trailing axes
+    form a block, and how each table is added to a block, with its offsets in the block (by
+    row when the last axis has ``_ROW_CELLS`` cells, else by cell). Cached (its arrays
+    read-only): a fit asks for the same walk every pass."""
+    sizes = dict(zip(columns, shape))
+    axes = [c for c in columns if sizes[c] > 1] or [columns[-1]]
+    runs: list[list[str]] = []
+    for c in axes:
+        if runs and all((c in subset) == (runs[-1][-1] in subset) for subset in subsets):
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    dims = [math.prod(sizes[c] for c in run) for run in runs]
+    strides = np.zeros((len(subsets), len(runs)), dtype=np.int64)
+    for k, subset in enumerate(subsets):
+        stride = 1
+        for j in range(len(runs) - 1, -1, -1):
+            if runs[j][0] in subset:
+                strides[k, j] = stride
+                stride *= dims[j]
+    starts = np.cumsum([0] + [math.prod(sizes[c] for c in subset) for subset in subsets], dtype=np.int64)
+    tail, block = 1, dims[-1]
+    while tail < len(dims) and block < _BLOCK_CELLS and block * dims[-tail - 1] <= _BLOCK_MOST:
+        tail += 1
+        block *= dims[-tail]
+    by_rows = dims[-1] >= _ROW_CELLS
+    kinds = np.zeros(len(subsets), dtype=np.int64)
+    offsets = np.zeros((len(subsets), block // dims[-1] if by_rows else block), dtype=np.int64)
+    for k in range(len(subsets)):
+        held = strides[k, -tail:]
+        if not held.any():
+            kinds[k] = 1
+        elif (held == np.cumprod([1, *dims[:-tail - 1:-1]])[-2::-1]).all():
+            kinds[k] = 0  # the block's axes, all of them in the table's order: contiguous
+        else:
+            kinds[k] = (3 - bool(held[-1])) if by_rows else 4
+            axes_of = held[:-1] if by_rows else held
+            grid = np.indices(dims[len(dims) - tail:len(dims) - tail + len(axes_of)], dtype=np.int64)
+            offsets[k] = np.tensordot(axes_of, grid, axes=1).reshape(-1) if len(axes_of) else 0
+    arrays = (np.asarray(dims, dtype=np.int64), strides.reshape(-1), starts[:len(subsets)], kinds, offsets)
+    for array in arrays:
+        array.flags.writeable = False
+    return (*arrays[:3], tail, *arrays[3:])
 
 
 def _expand(table: np.ndarray, columns: Subset, target: Subset, sizes: dict[str, int]) -> np.ndarray:
@@ -555,6 +708,13 @@ def _sum_onto(table: np.ndarray, columns: Subset, keep: Subset, schema: Schema) 
     if not keep:
         return np.asarray(table.sum())
     return marginal_from_dense(np.ascontiguousarray(table, dtype=np.float64), schema.project(columns), keep)
+
+
+def _sums_onto(table: np.ndarray, columns: Subset, keeps: list[Subset], schema: Schema) -> list[np.ndarray]:
+    """``_sum_onto`` for each of ``keeps``, in one walk of ``table`` when there are several."""
+    if len(keeps) == 1:
+        return [_sum_onto(table, columns, keeps[0], schema)]
+    return marginals_from_dense(np.ascontiguousarray(table, dtype=np.float64), schema.project(columns), keeps)
 
 
 def _conditional(belief: np.ndarray, columns: Subset, separator: Subset, schema: Schema) -> np.ndarray:
