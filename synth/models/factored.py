@@ -368,6 +368,7 @@ class _Calibration:
                     tables[c] *= _expand(ratio, separators[c], tree.cliques[c], sizes)
         self._cache: dict[Subset, np.ndarray] = {}
         self._separators: dict[int, np.ndarray] = {}  # clique -> marginal on its parent separator
+        self._onto: dict[tuple[int, Subset], np.ndarray] = {}  # (clique, columns) -> its belief summed onto them
         self._holders = dict(zip(model._potentials, holders))  # potential's subset -> its clique
 
     def _exact_belief(self, clique: int, operands: list[tuple[Subset, np.ndarray]], above: np.ndarray,
@@ -430,13 +431,50 @@ class _Calibration:
             return _sum_onto(self.beliefs[c], tree.cliques[c], key, schema)
         cover = tree.covering_subtree(key)
         # D on the cover's columns is the top clique's belief times each other clique's
-        # conditional given its parent separator; einsum sums that product onto the subset
-        # pairwise (never building the whole product).
-        operands = [(tree.cliques[cover[0]], self.beliefs[cover[0]])]
-        for i in cover[1:]:
-            separator = tree.separator(i, tree.parent[i])
-            operands.append((tree.cliques[i], _conditional(self.beliefs[i], tree.cliques[i], separator, schema)))
-        return _contract(operands, key)
+        # conditional given its parent separator. A column of a clique that is neither wanted
+        # nor in a separator to another clique of the cover is in no other clique of the cover
+        # (running intersection), so each clique is first summed onto the columns it shares
+        # (cached: the marginals of one scoring share most of them). Then each clique, children
+        # first, is summed onto what its parent or the subset needs and multiplied into its
+        # parent: two tables at a time, where one einsum over the whole cover could pick an
+        # order that built a huge product (a 35-column model: 16 s for one pair, 0.01 s so).
+        wanted = set(key)
+        tables: dict[int, tuple[Subset, np.ndarray]] = {}
+        for i in cover:
+            columns = tree.cliques[i]
+            shared = set(tree.separator(i, tree.parent[i])) if i != cover[0] else set()
+            for j in cover:
+                if tree.parent[j] == i:
+                    shared.update(tree.separator(j, i))
+            keep = tuple(c for c in columns if c in wanted or c in shared)
+            table = self._clique_onto(i, keep)
+            if i != cover[0]:
+                table = _conditional(table, keep, tree.separator(i, tree.parent[i]), schema)
+            tables[i] = (keep, table)
+        pending = {i: [j for j in cover if tree.parent[j] == i] for i in cover}  # children not yet merged
+        for i in reversed(cover[1:]):  # children before parents
+            columns, table = tables.pop(i)
+            parent = tree.parent[i]
+            pending[parent].remove(i)
+            needed = set(wanted)  # what the parent must still carry: the subset, its own separators
+            if parent != cover[0]:
+                needed.update(tree.separator(parent, tree.parent[parent]))
+            for j in pending[parent]:
+                needed.update(tree.separator(j, parent))
+            parent_columns, parent_table = tables[parent]
+            out = (tuple(c for c in parent_columns if c in needed)
+                   + tuple(c for c in columns if c in wanted and c not in parent_columns))
+            tables[parent] = (out, _contract([(parent_columns, parent_table), (columns, table)], out))
+        columns, table = tables[cover[0]]
+        return _contract([(columns, table)], key)
+
+    def _clique_onto(self, i: int, keep: Subset) -> np.ndarray:
+        """Clique ``i``'s belief summed onto ``keep`` (its columns, in its order), cached."""
+        table = self._onto.get((i, keep))
+        if table is None:
+            table = _sum_onto(self.beliefs[i], self.tree.cliques[i], keep, self.model.schema)
+            self._onto[(i, keep)] = table
+        return table
 
     # -- counting queries ----------------------------------------------------------------
     def marginal_fits(self, key: Subset) -> bool:
