@@ -9,7 +9,7 @@ trip-like Bayesian network (226,000 rows, 10 columns, four of 78..101 values) an
 Methods: ``independent`` and ``MST`` (``_mst``: our NumPy reimplementation, rho-zCDP with rho =
 ``zcdp_rho_limit(1, 1e-9)``, continuous Gaussian noise); synth's ``mwem(..., selection=S)``
 for S = ``auto`` (the library's default), ``classic`` and ``adaptive``, each with synth's own
-estimate of its time (``MWEMEngine.estimate``; None for a factored model) printed before it runs.
+estimate of its time (``MWEMEngine.estimate``, made before any data is read) printed before it runs.
 
 Error: the mean over the pairs of the L1 distance between the normalized true table and the
 model's table (the released distribution's marginals, not a sample). Each method runs in a
@@ -143,7 +143,7 @@ def main(argv=None) -> None:
 def estimate_text(guess, method: str = "synth") -> str:
     if not method.startswith("synth"):
         return ""
-    return guess.describe() if guess else "none (factored model)"
+    return guess.describe() if guess else "none"
 
 
 def progress_text(run) -> str:
@@ -184,8 +184,8 @@ def report(bench, name, schema, codes, runs, guesses) -> str:
               "independent: `benchmarks/_mst.py` (our reimplementation, own tree estimator; rho-zCDP, "
               "Gaussian noise). Each method in a fresh process: time is its call; peak memory is the "
               "process's resident high-water mark during the call, 'at start' its resident set when the call "
-              "began (interpreter, libraries, data). synth's estimate: `MWEMEngine.estimate` (none for a "
-              f"factored model). Limit per call: {bench.args.limit:.0f} s. Where auto chose a mode, that "
+              "began (interpreter, libraries, data). synth's estimate: `MWEMEngine.estimate`, made "
+              f"before any data is read. Limit per call: {bench.args.limit:.0f} s. Where auto chose a mode, that "
               "mode's row of the seed is auto's run (the same seeded computation), not a second one.", ""]
     rows = [row(m, r, guesses.get(m)) for m, r in runs.items() if r]
     titles = "@method|@what it ran|mean L1|time|peak memory|at start|@synth's estimate|estimate / time"

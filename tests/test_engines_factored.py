@@ -111,22 +111,26 @@ def test_mwem_stops_with_a_note_when_fewer_candidates_fit_than_rounds():
     assert "--max-model-cells" in result.notes[0] and result.accountant.spent().epsilon < 2.0
 
 
-def test_mwem_measuring_every_candidate_splits_the_budget_over_those_that_fit():
+def test_mwem_when_the_cap_cannot_hold_every_candidate_the_data_choose_by_a_tree():
+    """Four chained columns, 10 pairs and triples, a cap of 300 cells (a triple is 512): the
+    one-way marginals, then a spanning tree of pairs (the chain a-b-c-d, chosen privately), then
+    rounds selecting among the rest, none of which fits beside the chain: the note says so."""
     codes = chained_codes(5000, 8)
     result = mwem(codes, WIDE, PAIRS_AND_TRIPLES, 2.0, rows=5000, rng=9, representation="factored",
                   max_model_cells=300)
     measured = [tuple(entry["marginal"]) for entry in result.measurements]
-    assert measured == [("a", "b"), ("a", "c"), ("a", "d")]  # the pairs (smallest), each beside the ones before
-    assert result.parameters["rounds"] == 3 and result.parameters["epsilon_select"] == 0
-    assert result.notes[1:] == ["measured 3 of the 10 marginals, the smallest first: the others would grow the model "
-                                "past its cap of 300 cells (--max-model-cells); they are answered from the model"]
-    assert result.accountant.spent().epsilon == pytest.approx(2.0)
+    assert measured[:4] == [("a",), ("b",), ("c",), ("d",)]
+    assert sorted(measured[4:]) == [("a", "b"), ("b", "c"), ("c", "d")]
+    assert result.parameters["model_cells"] <= 300 and result.parameters["epsilon_select"] > 0
+    assert "the data choose which: 4 one-way marginals, a spanning tree" in result.notes[1]
+    assert "stopped after 7 of 11 rounds" in result.notes[2]
+    assert result.accountant.spent().epsilon < 2.0
 
 
-def test_under_the_cap_the_small_marginals_are_measured_not_the_first_in_workload_order():
+def test_under_the_cap_the_tree_joins_every_column_whatever_the_workload_order():
     """Two wide columns and two narrow ones, the wide pair first in the workload: taken in order
-    it fills the cap and only the narrow pair fits beside it; taken smallest first, the five
-    other pairs fit (a tree over the narrow columns and each wide one)."""
+    it fills the cap and only the narrow pair fits beside it. The tree start measures every
+    one-way marginal and a spanning tree of pairs (three, joining all four columns) within the cap."""
     schema = Schema((Coded("a", 60), Coded("b", 60), Coded("c", 4), Coded("d", 4)))
     workload = Workload.marginals(schema, 2)
     assert workload.subsets[0] == ("a", "b")
@@ -134,9 +138,11 @@ def test_under_the_cap_the_small_marginals_are_measured_not_the_first_in_workloa
     codes = np.column_stack([rng.integers(0, 60, 4000), rng.integers(0, 60, 4000), rng.integers(0, 4, 4000),
                              rng.integers(0, 4, 4000)])
     result = mwem(codes, schema, workload, 1.0, rows=4000, rng=1, representation="factored", max_model_cells=3700)
-    measured = {tuple(entry["marginal"]) for entry in result.measurements}
-    assert ("a", "b") not in measured and len(measured) == 5
-    assert {("c", "d"), ("a", "c"), ("b", "c")} <= measured
+    measured = [tuple(entry["marginal"]) for entry in result.measurements]
+    assert measured[:4] == [("a",), ("b",), ("c",), ("d",)]
+    edges = measured[4:7]
+    assert all(len(e) == 2 for e in edges) and {c for e in edges for c in e} == {"a", "b", "c", "d"}
+    assert result.parameters["model_cells"] <= 3700
 
 
 def test_mwem_refuses_a_workload_of_which_nothing_fits():

@@ -29,3 +29,39 @@ def test_progress_lines_in_a_log_start_late_and_come_every_tenth(monkeypatch, ca
     assert printed[0].startswith("mwem: 25% after 5 s, about 15 s left")
     assert [line.split("%")[0] for line in printed] == ["mwem: 25", "mwem: 30", "mwem: 40", "mwem: 50", "mwem: 60",
                                                         "mwem: 70", "mwem: 80", "mwem: 90", "mwem: 100"]
+
+
+def test_factored_estimate_counts_passes_over_the_model_and_the_rounds_scoring():
+    from synth.engines.estimate import FACTORED_CELL_SECONDS, FACTORED_PASS_SECONDS, FACTORED_SCORE_SECONDS
+    from synth.engines.estimate import factored_mwem_estimate
+
+    known = factored_mwem_estimate(10**6, 2000, 30, 45, 10, selecting=False, known_model=True)
+    per_pass = 10**6 * FACTORED_CELL_SECONDS + FACTORED_PASS_SECONDS
+    assert known.seconds == pytest.approx(2000 * per_pass)
+    assert "a 1,000,000-cell model x 2,000 fitting passes" in known.describe() and "rounds" not in known.describe()
+    typical = factored_mwem_estimate(10**6, 2000, 30, 45, 10, selecting=True, known_model=False)
+    assert typical.seconds == pytest.approx(2000 * per_pass + 30 * (45 * FACTORED_SCORE_SECONDS + 10 * per_pass / 2))
+    assert "a typical 1,000,000-cell model" in typical.describe() and "30 rounds scoring 45" in typical.describe()
+
+
+def test_a_factored_mwem_run_has_an_estimate_from_public_facts():
+    """Every factored route gets a figure before the data is read: measuring every candidate
+    (the model is known: its cells and the final fit's passes from FIT_WORK), the tree start
+    under a cap, and adaptive rounds."""
+    from synth.data.schema import Coded, Schema
+    from synth.data.workload import Workload
+    from synth.engines.mwem import FIT_WORK, MWEMConfig, MWEMEngine
+    from synth.privacy.accounting import Budget
+
+    schema = Schema(tuple(Coded(f"c{i}", 6) for i in range(6)))
+    workload = Workload.marginals(schema, 2)  # 15 pairs of 36 cells: all of them need one 46,656-cell clique
+    budget = Budget(1.0, 1e-9)
+    every = MWEMEngine(MWEMConfig(selection="classic", representation="factored"), schema, workload).estimate(budget)
+    assert "(a 46,656-cell model x 3,000 fitting passes)" in every.describe()  # FIT_WORK / 46,656 > 3,000
+    capped = MWEMEngine(MWEMConfig(selection="classic", representation="factored", max_model_cells=10_000), schema,
+                        workload).estimate(budget)
+    assert "typical 2,000-cell model" in capped.describe() and "17 rounds" in capped.describe()  # 3 x 6 - 1
+    adaptive = MWEMEngine(MWEMConfig(selection="adaptive", representation="factored"), schema,
+                          workload).estimate(budget)
+    assert "typical 20,000-cell model x 3,000 fitting passes" in adaptive.describe()
+    assert every.seconds > 0 and FIT_WORK > 0

@@ -19,8 +19,12 @@ factored (``synth.models.distribution``; the factored one for universes past the
    pass changes nothing (every factor within 1e-9 of 1).
 
 When the T rounds measure every candidate anyway, selection could only reorder them, so by
-default it is skipped and the whole budget measures (in workload order). After the rounds,
-a **final fit** runs more passes (``final_passes`` at most) until the measurements' total
+default it is skipped and the whole budget measures (in workload order). When a factored
+model cannot hold every candidate under its cap, the data choose which (``synth.engines.mwem_tree``):
+the one-way marginals, a spanning tree of the workload's pairs chosen by the exponential
+mechanism, then as many rounds again as columns selecting among the rest. After the rounds,
+a **final fit** runs more passes (``final_passes`` at most; by default 1,000, or for a
+factored model ``FIT_WORK`` over its cells, up to 3,000) until the measurements' total
 absolute residual falls to ``FIT_TOLERANCE`` times the noise's expected total: fitting
 further would fit the noise (on adult the error rises again past that point). When selection
 left workload marginals unmeasured, the fit runs to convergence instead. The fit reads only
@@ -50,12 +54,13 @@ from synth.data.counts import Data, data_marginal, data_rows
 from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Workload
-from synth.engines.estimate import Estimate, mwem_estimate
+from synth.engines.estimate import Estimate, factored_mwem_estimate, mwem_estimate
 from synth.engines.mwem_adaptive import (
     ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio,
 )
 from synth.engines.mwem_budget import RoundBudget, count_rho, plan_rounds, rounds_total
 from synth.engines.mwem_noise import NoiseChoice, check_noise, choose_noise
+from synth.engines.mwem_tree import choose_tree, independence_scores, spanning_edges, tree_columns, tree_pairs
 from synth.engines.release import Progress, Release, describe_representation, report_phase
 from synth.errors import SynthError
 from synth.models.distribution import choose_representation, make_distribution
@@ -80,6 +85,20 @@ ZCDP_ROUNDS_PER_COLUMN = 5
 ZCDP_MAX_ROUNDS = 64
 DEFAULT_PASSES = 10  # per round when selecting: fewer leave the estimate near uniform, and selection repeats itself
 DEFAULT_FINAL_PASSES = 1000
+#: A factored model's final fit may walk this many model cells in all (passes x the model's cells,
+#: from 1,000 to ``MAX_FINAL_PASSES`` passes), so its time is bounded (about 30-50 s on 2 cores)
+#: and a smaller model gets the passes a big sparse one needs: on a 10-column trip table (226,000
+#: rows, pairs of 6,700-7,800 cells; eps = 1, delta = 1e-9; a 2.9M-cell model) 1,000 passes left
+#: mean L1 0.070, 2,076 (this budget) 0.059, 5,000 0.053. A small model's pass is mostly fixed
+#: cost (about 2.5 ms), hence the ceiling: its fit stays within about 10 s.
+FIT_WORK = 6e9
+MAX_FINAL_PASSES = 3_000
+#: The time estimate's model size where the run's choices decide it: this share of the cap (the
+#: wide benchmark tables' selecting runs grew 1.35M-2.9M cells under 10^7), and adaptive runs'
+#: typical size and rounds (8,000-20,000 cells; 26-54 rounds over 10-35 columns).
+TYPICAL_MODEL_SHARE = 0.2
+ADAPTIVE_TYPICAL_CELLS = 20_000
+ADAPTIVE_ROUNDS_PER_COLUMN = 1.5
 #: Share of a round's epsilon for selection when selection is needed (AIM's choice, about 0.1).
 DEFAULT_SELECT_SHARE = 0.1
 
@@ -121,7 +140,7 @@ class MWEMConfig:
     measure: str = "marginal"
     select_share: float | None = None
     passes: int = DEFAULT_PASSES
-    final_passes: int = DEFAULT_FINAL_PASSES
+    final_passes: int | None = None
     output: str = "last"
     noise: str = "auto"
     rows: int | None = None
@@ -134,8 +153,9 @@ class MWEMConfig:
         if self.rounds is not None:
             check_positive_int(self.rounds, "rounds")
         check_positive_int(self.passes, "passes")
-        if isinstance(self.final_passes, bool) or not isinstance(self.final_passes, int) or self.final_passes < 0:
-            raise ValueError(f"final_passes ({self.final_passes!r}) must be an integer >= 0")
+        if self.final_passes is not None and (isinstance(self.final_passes, bool)
+                                              or not isinstance(self.final_passes, int) or self.final_passes < 0):
+            raise ValueError(f"final_passes ({self.final_passes!r}) must be an integer >= 0 (or None: from FIT_WORK)")
         if self.select_share is not None:
             object.__setattr__(self, "select_share", check_probability(self.select_share, "select_share"))
         if self.selection not in SELECTIONS:
@@ -177,17 +197,52 @@ class MWEMEngine:
                           selection=c.selection, rounds=c.rounds, measure=c.measure, select_share=c.select_share,
                           output=c.output, rows=c.rows, count_share=c.count_share)
 
-    def estimate(self, budget: Budget) -> Estimate | None:
-        """The run's time from its size (``synth.engines.estimate``); None for a factored model,
-        whose cost follows the cliques the run grows."""
+    def estimate(self, budget: Budget) -> Estimate:
+        """The run's time from its size and plan (``synth.engines.estimate``), before any data
+        is read: from the universe for a dense model; for a factored one from the model's size
+        where every candidate is measured, else from a typical size for its cap."""
         c, workload = self.config, self.workload
         if choose_representation(self.schema, c.representation, c.max_cells) == "factored":
-            return None
+            return self._factored_estimate(budget)
         candidates = len(workload.subsets) if c.measure == "marginal" else len(workload)
         rounds = min(c.rounds or default_rounds(workload, candidates, c.measure, zcdp=self.plan(budget).zcdp),
                      candidates)
-        return mwem_estimate(self.schema.universe_size, candidates, rounds, c.passes, c.final_passes,
+        final_passes = DEFAULT_FINAL_PASSES if c.final_passes is None else c.final_passes
+        return mwem_estimate(self.schema.universe_size, candidates, rounds, c.passes, final_passes,
                              c.select_share is not None or rounds < candidates)
+
+    def _factored_estimate(self, budget: Budget) -> Estimate:
+        c, schema, workload = self.config, self.schema, self.workload
+        choice = self.plan(budget)
+        public = c.rows if c.rows is not None else schema.rows
+        mode = c.selection
+        if mode == "auto":  # the noisy count decides where n is not public: most such tables are classic's
+            mode = "classic" if public is None else _selection_mode(
+                mode, c.rounds, c.measure, c.output, c.select_share, schema, workload, float(public), budget.epsilon,
+                budget.delta if choice.zcdp else 0.0, RowCount(int(public), True, 0.0))[0]
+        columns = len({name for s in workload.subsets for name in s})
+        typical = max(1, int(TYPICAL_MODEL_SHARE * c.max_model_cells))
+        if mode == "adaptive":
+            cells = ADAPTIVE_TYPICAL_CELLS
+            return factored_mwem_estimate(cells, final_pass_budget(c.final_passes, "factored", cells),
+                                          int(ADAPTIVE_ROUNDS_PER_COLUMN * columns) + 10, len(workload.subsets) + columns,
+                                          c.passes, True, False)
+        candidates = workload.subsets if c.measure == "marginal" else list(range(len(workload)))
+        rounds = min(c.rounds or default_rounds(workload, len(candidates), c.measure, zcdp=choice.zcdp),
+                     len(candidates))
+        select = c.select_share is not None or rounds < len(candidates)
+        if not select:
+            dist = FactoredModel(schema, max_cells=c.max_model_cells)
+            subset_of = _subset_of(c.measure, workload)
+            fitting = _fitting_in_order(dist, candidates, subset_of, schema)
+            if len(fitting) == len(candidates):  # every candidate measured: the model is known
+                for key in fitting:
+                    dist.add_subset(subset_of(key))
+                return factored_mwem_estimate(dist.cells, final_pass_budget(c.final_passes, "factored", dist.cells),
+                                              rounds, len(candidates), c.passes, False, True)
+            rounds = 3 * columns - 1  # the tree start (one-ways and a tree), then a round per column
+        return factored_mwem_estimate(typical, final_pass_budget(c.final_passes, "factored", typical), rounds,
+                                      len(candidates) + columns, c.passes, True, False)
 
     def run(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
             progress: Progress | None = None) -> Release:
@@ -260,6 +315,8 @@ class _ClassicPlan:
     select_share: float
     budget: RoundBudget
     notes: list[str]
+    tree_pairs: list = field(default_factory=list)  # the pairs a tree start may use (none: no tree start)
+    tree_columns: list = field(default_factory=list)  # the one-way marginals it measures first
 
 
 def _plan_classic(c: MWEMConfig, schema: Schema, workload: Workload, dist, count: RowCount, epsilon: float,
@@ -274,22 +331,34 @@ def _plan_classic(c: MWEMConfig, schema: Schema, workload: Workload, dist, count
     if c.rounds is not None and c.rounds > len(candidates):
         notes.append(f"asked for {c.rounds:,} rounds; used {len(candidates):,}, one per {c.measure} of the workload: "
                      f"a round measures a {c.measure} not measured before")
+    capped = False
     if not select:
         fitting = _fitting_in_order(dist, candidates, subset_of, schema)
         if not fitting:
             raise _nothing_fits(c.max_model_cells)
-        if len(fitting) < len(candidates):
-            notes.append(f"measured {len(fitting)} of the {len(candidates)} {c.measure}s, the smallest first: the "
-                         f"others would grow the model past its cap of {c.max_model_cells:,} cells "
-                         "(--max-model-cells); they are answered from the model")
-            candidates, rounds = fitting, len(fitting)
+        capped = len(fitting) < len(candidates)
+    pairs = tree_pairs(workload, schema) if capped and c.measure == "marginal" else []
+    columns = tree_columns(pairs, schema)
+    if pairs:  # the model cannot hold every candidate: a tree start, then rounds selecting among the rest
+        start = len(columns) + spanning_edges(pairs, columns)
+        rest = min(len(columns), len(candidates)) if c.rounds is None else max(rounds - start, 0)
+        rounds, select = start + rest, True
+        notes.append(f"the model cannot hold all {len(candidates)} {c.measure}s within its cap of "
+                     f"{c.max_model_cells:,} cells (--max-model-cells), so the data choose which: {len(columns)} "
+                     f"one-way marginals, a spanning tree of the workload's pairs chosen by the exponential "
+                     f"mechanism ({start - len(columns)} edges), then {rest} rounds selecting among the rest")
+    elif capped:
+        notes.append(f"measured {len(fitting)} of the {len(candidates)} {c.measure}s, the smallest first: the "
+                     f"others would grow the model past its cap of {c.max_model_cells:,} cells "
+                     "(--max-model-cells); they are answered from the model")
+        candidates, rounds = fitting, len(fitting)
     share = c.select_share if c.select_share is not None else (DEFAULT_SELECT_SHARE if select else 0.0)
     budget = plan_rounds(epsilon, delta, count.epsilon, rounds, share, select, count.rho)
     if select and c.measure == "marginal":  # one-way marginals too: cheap to measure, and what D needs first
         present = set(candidates)
         candidates = list(candidates) + [(col,) for col in schema.names
                                          if (col,) not in present and any(col in s for s in workload.subsets)]
-    return _ClassicPlan(list(candidates), rounds, select, share, budget, notes)
+    return _ClassicPlan(list(candidates), rounds, select, share, budget, notes, pairs, columns)
 
 
 def _subset_of(measure: str, workload: Workload):
@@ -304,9 +373,10 @@ def _classic(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig
     n = float(count.rows)
     plan = _plan_classic(c, schema, workload, dist, count, accountant.budget.epsilon, delta, delta > 0)
     average = c.output == "average"
-    final_fit = not average and c.final_passes > 0
-    work = _Work(plan.rounds, c.passes if (plan.select or average) else 0, c.final_passes if final_fit else 0)
+    final_fit = not average and c.final_passes != 0
+    work = _Work(plan.rounds, c.passes if (plan.select or average) else 0, DEFAULT_FINAL_PASSES if final_fit else 0)
     rounds = _classic_rounds(data, schema, workload, dist, c, plan, n, accountant, generator, work, progress)
+    final_passes = final_pass_budget(c.final_passes, dist.representation, dist.cells) if final_fit else 0
     # The fit stops at the noise level when the measurements are the workload (fitting closer
     # fits their noise). When selection left marginals unmeasured it runs to convergence: the
     # closer fit carries the measured structure to them (full adult, 91 pairs, eps = 1: mean L1
@@ -314,8 +384,8 @@ def _classic(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig
     noise = expected_noise(rounds.measured, plan.budget.epsilon_measure, plan.budget.rho_measure)
     target = FIT_TOLERANCE * noise if not plan.select else 0.0
     report_phase(progress, "final fit")
-    fit = _final_fit(dist, rounds.measured, n, c.final_passes if final_fit else 0, target, workload,
-                     lambda done: progress(plan.rounds, work.during_fit(done)) if progress is not None else None)
+    fit = _final_fit(dist, rounds.measured, n, final_passes, target, workload,
+                     lambda done: progress(plan.rounds, work.during_fit(done / final_passes)) if progress else None)
     if progress is not None and final_fit:
         progress(plan.rounds + 1, 1.0)
     if average:
@@ -324,7 +394,7 @@ def _classic(data: Data, schema: Schema, workload: Workload, dist, c: MWEMConfig
         distribution = dist.normalized() if dist.representation == "dense" else dist
     parameters = {"selection": "classic", "rounds": rounds.done, "representation": dist.representation,
                   "model_cells": dist.cells, "measure": c.measure, "select_share": plan.select_share,
-                  "passes": c.passes, "final_passes": 0 if average else c.final_passes, **fit, "output": c.output,
+                  "passes": c.passes, "final_passes": final_passes, **fit, "output": c.output,
                   **plan.budget.as_dict(), "noise_asked": c.noise, "epsilon_count": count.epsilon,
                   "rho_count": count.rho}
     return MWEMResult(distribution, n, count.public, accountant, rounds.log, parameters,
@@ -355,8 +425,11 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
     true_answers = workload.answer(true_tables) if c.measure == "query" else None
     out = _Rounds(average=np.zeros(schema.universe_size) if c.output == "average" else None)
     chosen: set = set()
-    for t in range(plan.rounds):
-        open_ = [i for i, key in enumerate(candidates) if key not in chosen and dist.fits(subset_of(key))]
+    if plan.tree_pairs:
+        _tree_start(data, schema, dist, plan, n, accountant, generator, out, chosen, work, progress)
+    for t in range(out.done, plan.rounds):
+        open_ = [i for i, key in enumerate(candidates)
+                 if _canonical(key, schema, c.measure) not in chosen and dist.fits(subset_of(key))]
         if not open_ and t == 0:
             raise _nothing_fits(c.max_model_cells)
         if not open_:
@@ -368,14 +441,13 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
             report_phase(progress, "selecting")
             scores = _scores(dist, c.measure, candidates, workload, true_tables, true_answers, n,
                              plan.budget.mean_abs_noise)
-            closed = np.ones(len(candidates), dtype=bool)
-            closed[open_] = False
-            scores[closed] = -np.inf
-            pick = plan.budget.select(scores, generator, accountant, note=f"MWEM round {t + 1} select")
+            masked = np.full(len(candidates), -np.inf)
+            masked[open_] = scores[open_]
+            pick = plan.budget.select(masked, generator, accountant, note=f"MWEM round {t + 1} select")
         else:
             pick = open_[0]  # every candidate is measured: in workload order, no selection
         key = candidates[pick]
-        chosen.add(key)
+        chosen.add(_canonical(key, schema, c.measure))
         report_phase(progress, "measuring")
         dist.add_subset(subset_of(key))  # a factored D makes room now: later candidates must fit beside it
         if c.measure == "marginal":
@@ -398,6 +470,54 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
         if progress is not None:
             progress(t + 1, work.after_round(t))
     return out
+
+
+def _canonical(key, schema: Schema, measure: str):
+    """A candidate as the rounds compare them: a marginal's columns in schema order (the tree
+    start names its pairs so), a query by its index."""
+    return tuple(sorted(key, key=schema.index)) if measure == "marginal" else key
+
+
+def _tree_start(data: Data, schema: Schema, dist, plan: _ClassicPlan, n: float, accountant: Accountant,
+                generator: np.random.Generator, out: _Rounds, chosen: set, work: _Work, progress) -> None:
+    """The one-way marginals (each a whole round's budget, nothing to select), then a spanning
+    tree of pairs chosen edge by edge by the exponential mechanism (``synth.engines.mwem_tree``),
+    each edge measured at once; recorded in ``out`` like any round."""
+    def record(key: tuple, noisy) -> None:
+        out.measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
+        out.log.append({"round": out.done + 1, "marginal": list(key), "noisy": noisy})
+        chosen.add(key)
+        out.done += 1
+        if progress is not None:
+            progress(out.done, work.after_round(out.done - 1))
+
+    report_phase(progress, "measuring one-way marginals")
+    whole = plan.budget.measuring_only()
+    ones = {}
+    for column in plan.tree_columns:
+        dist.add_subset((column,))
+        ones[column] = whole.measure(data_marginal(data, schema, (column,)), generator, accountant,
+                                     note=f"MWEM round {out.done + 1} measure {column} (tree start)")
+        record((column,), ones[column])
+    report_phase(progress, "selecting a tree")
+    pairs = plan.tree_pairs
+    true_pairs = {pair: data_marginal(data, schema, pair) for pair in pairs}
+    scores = independence_scores(pairs, true_pairs, ones, n)
+    dense = dist.representation == "dense"
+
+    def room(pair) -> bool:  # a forest's model is its pair tables: adding one grows it by at most that
+        return dense or dist.cells + schema[pair[0]].size * schema[pair[1]].size <= dist.max_cells
+
+    def select(masked: np.ndarray, note: str) -> int:
+        pick = plan.budget.select(masked, generator, accountant, note=f"MWEM round {out.done + 1} select {note}")
+        pair = pairs[pick]
+        dist.add_subset(pair)
+        noisy = plan.budget.measure(true_pairs[pair], generator, accountant,
+                                    note=f"MWEM round {out.done + 1} measure {','.join(pair)} (tree edge)")
+        record(pair, noisy)
+        return pick
+
+    choose_tree(pairs, plan.tree_columns, scores, select, room)
 
 
 def _scores(dist, measure: str, candidates: list, workload: Workload, true_tables: dict, true_answers, n: float,
@@ -501,6 +621,7 @@ def _adaptive(data, schema, workload, dist, n, count, accountant, generator, pas
     report = (lambda share: progress(0, 0.5 * share)) if progress is not None else None
     report_phase(progress, "selecting and measuring")
     run = adaptive_rounds(data, schema, workload, dist, n, budget, accountant, generator, passes, report)
+    final_passes = final_pass_budget(final_passes, dist.representation, dist.cells)
     report_phase(progress, "final fit")
     fit = _final_fit(dist, run.measured, n, final_passes, 0.0, workload,
                      lambda done: progress(0, min(1.0, 0.5 + 0.5 * done / final_passes)) if progress else None)
@@ -571,9 +692,21 @@ def default_rounds(workload: Workload, candidates: int, measure: str = "marginal
     return max(1, min(cap, per_column * len(columns)))
 
 
+def final_pass_budget(asked: int | None, representation: str, cells: int) -> int:
+    """The final fit's most passes: as asked, else ``DEFAULT_FINAL_PASSES`` for a dense model and
+    ``FIT_WORK`` / the model's cells (within 1,000..``MAX_FINAL_PASSES``) for a factored one.
+    Reads the model's size only (public: the model is released)."""
+    if asked is not None:
+        return asked
+    if representation != "factored":
+        return DEFAULT_FINAL_PASSES
+    return int(min(MAX_FINAL_PASSES, max(DEFAULT_FINAL_PASSES, FIT_WORK // max(cells, 1))))
+
+
 class _Work:
     """Progress as a share of the walks of the universe a run makes at most: round t fits t
-    measurements ``passes`` times; the final fit at most ``final_passes`` times all of them."""
+    measurements ``passes`` times; the final fit (planned at ``final_passes``, whatever the
+    number it then runs) all of them."""
 
     def __init__(self, rounds: int, passes: int, final_passes: int):
         self.rounds, self.passes = rounds, passes
@@ -583,8 +716,9 @@ class _Work:
     def after_round(self, t: int) -> float:
         return (self.passes * (t + 1) * (t + 2) / 2 + t + 1) / self.total
 
-    def during_fit(self, passes_done: int) -> float:
-        return min(1.0, self.after_round(self.rounds - 1) + passes_done * self.rounds / self.total)
+    def during_fit(self, share_done: float) -> float:
+        """Progress once ``share_done`` of the final fit's passes are run."""
+        return min(1.0, self.after_round(self.rounds - 1) + share_done * self.fit / self.total)
 
 
 class _Estimate:

@@ -47,6 +47,12 @@ class RoundBudget:
         mechanism with epsilon = sqrt(8 rho_select), being epsilon-bounded-range), the rest measures."""
         return cls("zCDP", math.sqrt(8 * rho * select_share), 0.0, rho * select_share, rho * (1 - select_share))
 
+    def measuring_only(self) -> RoundBudget:
+        """The same round with its whole budget on the measurement (a round that selects nothing)."""
+        if self.composition == "zCDP":
+            return RoundBudget("zCDP", 0.0, 0.0, 0.0, self.rho_select + self.rho_measure)
+        return RoundBudget("basic", 0.0, self.epsilon_select + self.epsilon_measure)
+
     @property
     def noise(self) -> str:
         return "discrete Gaussian" if self.rho_measure else "discrete Laplace"
