@@ -57,11 +57,11 @@ def test_a_factored_mwem_run_has_an_estimate_from_public_facts():
     workload = Workload.marginals(schema, 2)  # 15 pairs of 36 cells: all of them need one 46,656-cell clique
     budget = Budget(1.0, 1e-9)
     every = MWEMEngine(MWEMConfig(selection="classic", representation="factored"), schema, workload).estimate(budget)
-    assert "(a 46,656-cell model x 3,000 fitting passes)" in every.describe()  # FIT_WORK / 46,656 > 3,000
+    assert "(a 46,656-cell model x 5,000 fitting passes)" in every.describe()  # FIT_WORK / 46,656 > 5,000
     capped = MWEMEngine(MWEMConfig(selection="classic", representation="factored", max_model_cells=10_000), schema,
                         workload).estimate(budget)
     assert "typical 2,000-cell model" in capped.describe() and "17 rounds" in capped.describe()  # 3 x 6 - 1
     adaptive = MWEMEngine(MWEMConfig(selection="adaptive", representation="factored"), schema,
                           workload).estimate(budget)
-    assert "typical 20,000-cell model x 3,000 fitting passes" in adaptive.describe()
+    assert "typical 20,000-cell model x 1,000 fitting passes" in adaptive.describe()
     assert every.seconds > 0 and FIT_WORK > 0
