@@ -55,10 +55,13 @@ FACTORED_PASS_SECONDS = 2.5e-3
 #: A selecting round's scoring, per candidate (its marginal from the model, its score, whether it
 #: fits): 0.9 ms on adult's 105 candidates, 1.6 ms on the 35-column table's 630.
 FACTORED_SCORE_SECONDS = 1.2e-3
+#: ... and on adaptive rounds' small models (8,000-20,000 cells): 0.1-0.26 ms.
+ADAPTIVE_SCORE_SECONDS = 2e-4
 
 
 def factored_mwem_estimate(model_cells: int, final_passes: int, rounds: int, candidates: int, passes: int,
-                           selecting: bool, known_model: bool) -> Estimate:
+                           selecting: bool, known_model: bool,
+                           score_seconds: float = FACTORED_SCORE_SECONDS) -> Estimate:
     """MWEM on a factored model of about ``model_cells`` cells (exact when ``known_model``: every
     candidate measured; else a typical size for the cap): ``final_passes`` fitting passes, and
     while selecting, each of ``rounds`` rounds scores ``candidates`` and fits ``passes`` times a
@@ -67,7 +70,7 @@ def factored_mwem_estimate(model_cells: int, final_passes: int, rounds: int, can
     seconds = final_passes * pass_seconds
     reckoning = f"{'a' if known_model else 'a typical'} {model_cells:,}-cell model x {final_passes:,} fitting passes"
     if selecting:
-        seconds += rounds * (candidates * FACTORED_SCORE_SECONDS + passes * pass_seconds / 2)
+        seconds += rounds * (candidates * score_seconds + passes * pass_seconds / 2)
         reckoning += f", after {rounds} rounds scoring {candidates:,} candidates each"
     return Estimate(seconds, reckoning, "about")
 

@@ -55,7 +55,7 @@ from synth.data.counts import Data, data_marginal, data_rows
 from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Workload
-from synth.engines.estimate import Estimate, factored_mwem_estimate, mwem_estimate
+from synth.engines.estimate import ADAPTIVE_SCORE_SECONDS, Estimate, factored_mwem_estimate, mwem_estimate
 from synth.engines.mwem_adaptive import (
     ADAPTIVE_RATIO, SELECT_SHARE, AnnealingBudget, adaptive_rounds, first_round_budget, noise_ratio,
 )
@@ -130,7 +130,8 @@ class MWEMConfig:
     ``selection``: ``adaptive`` (``synth.engines.mwem_adaptive``), ``classic`` or ``auto``;
     ``rounds``, ``measure`` (``marginal`` or ``query``), ``select_share`` and ``output``
     (``last`` or ``average``) are classic MWEM's. ``passes``: multiplicative-weights passes
-    per round when selecting; ``final_passes``: the final fit's most. ``noise``: ``auto``,
+    per round when selecting; ``final_passes``: the final fit's most (None: 1,000, or a factored
+    model's work budget, ``FIT_WORK``). ``noise``: ``auto``,
     ``laplace`` or ``gaussian`` (``synth.engines.mwem_noise``). ``rows``: n, when public;
     otherwise a noisy count is bought with ``count_share`` of the budget. ``representation``,
     ``max_cells`` and ``max_model_cells`` size the model (``synth.models.distribution``).
@@ -227,7 +228,7 @@ class MWEMEngine:
             cells = ADAPTIVE_TYPICAL_CELLS
             return factored_mwem_estimate(cells, DEFAULT_FINAL_PASSES if c.final_passes is None else c.final_passes,
                                           int(ADAPTIVE_ROUNDS_PER_COLUMN * columns) + 10, len(workload.subsets) + columns,
-                                          c.passes, True, False)
+                                          c.passes, True, False, ADAPTIVE_SCORE_SECONDS)
         candidates = workload.subsets if c.measure == "marginal" else list(range(len(workload)))
         rounds = min(c.rounds or default_rounds(workload, len(candidates), c.measure, zcdp=choice.zcdp),
                      len(candidates))
