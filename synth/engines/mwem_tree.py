@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from synth.data.schema import Schema
 from synth.data.workload import Workload
 
-__all__ = ["TreeStart", "tree_columns", "tree_pairs", "independence_scores", "Forest"]
+__all__ = ["Forest", "choose_tree", "independence_scores", "spanning_edges", "tree_columns", "tree_pairs"]
 
 
 def tree_pairs(workload: Workload, schema: Schema) -> list[tuple[str, str]]:
@@ -94,14 +93,6 @@ def spanning_edges(pairs: list[tuple[str, str]], columns: list[str]) -> int:
             forest.join(pair)
             edges += 1
     return edges
-
-
-@dataclass
-class TreeStart:
-    """The tree start's choices, for the round log and the run's notes."""
-
-    ones: list[str]
-    edges: list[tuple[str, str]]
 
 
 def choose_tree(pairs: list[tuple[str, str]], columns: list[str], scores: np.ndarray,
