@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from synth._kernels.tables import advance_offsets
+
 
 @njit(cache=True)
 def broadcast_sum(out, dims, strides, starts, tables, tail, kinds, offsets):  # pragma: no cover - compiled
@@ -98,14 +100,4 @@ def broadcast_sum(out, dims, strides, starts, tables, tail, kinds, offsets):  # 
                         for i in range(inner):
                             row[i] += value
         position += block
-        j = r - tail - 1
-        while j >= 0:
-            counters[j] += 1
-            if counters[j] < dims[j]:
-                for k in range(k_tables):
-                    base[k] += strides[k * r + j]
-                break
-            for k in range(k_tables):
-                base[k] -= strides[k * r + j] * (dims[j] - 1)
-            counters[j] = 0
-            j -= 1
+        advance_offsets(counters, dims, strides, base, r - tail - 1)

@@ -86,6 +86,25 @@ def _next_group(counters, dims, out_strides, base):  # pragma: no cover - compil
 
 
 @njit(cache=True, inline="always")
+def advance_offsets(counters, dims, strides, base, last):  # pragma: no cover - compiled
+    """Advance an odometer over axes 0..``last`` by one step, moving K tables' offsets with it:
+    ``base[k]`` gains table k's stride ``strides[k * r + j]`` on the axis that counts up and
+    loses its whole run on each axis that wraps back to 0 (r = len(dims))."""
+    r = dims.shape[0]
+    j = last
+    while j >= 0:
+        counters[j] += 1
+        if counters[j] < dims[j]:
+            for k in range(base.shape[0]):
+                base[k] += strides[k * r + j]
+            return
+        for k in range(base.shape[0]):
+            base[k] -= strides[k * r + j] * (dims[j] - 1)
+        counters[j] = 0
+        j -= 1
+
+
+@njit(cache=True, inline="always")
 def _add_row(out, b, x, position, length):  # pragma: no cover - compiled
     """``out[b:b+length] += x[position:position+length]``, through views: indexing a view from 0
     needs no negative-index check, so the loop vectorizes (measured 6x faster than
@@ -203,17 +222,7 @@ def marginalize_many(x, start, dims, strides, tables, out):  # pragma: no cover 
         count += 1
         if count == fast_size:
             count = 0
-            j = r - 4
-            while j >= 0:
-                counters[j] += 1
-                if counters[j] < dims[j]:
-                    for k in range(k_tables):
-                        base[k] += strides[k * r + j]
-                    break
-                for k in range(k_tables):
-                    base[k] -= strides[k * r + j] * (dims[j] - 1)
-                counters[j] = 0
-                j -= 1
+            advance_offsets(counters, dims, strides, base, r - 4)
 
 
 @njit(cache=True)
