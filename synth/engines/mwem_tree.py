@@ -29,8 +29,9 @@ import numpy as np
 
 from synth.data.schema import Schema
 from synth.data.workload import Workload
+from synth.models.junction_tree import Forest
 
-__all__ = ["Forest", "choose_tree", "independence_scores", "spanning_edges", "tree_columns", "tree_pairs"]
+__all__ = ["choose_tree", "independence_scores", "spanning_edges", "tree_columns", "tree_pairs"]
 
 
 def tree_pairs(workload: Workload, schema: Schema) -> list[tuple[str, str]]:
@@ -63,25 +64,6 @@ def _shares(counts: np.ndarray) -> np.ndarray:
     clipped = np.clip(counts, 0.0, None)
     total = clipped.sum()
     return clipped / total if total > 0 else np.full(counts.size, 1.0 / counts.size)
-
-
-class Forest:
-    """Kruskal's union-find over column names: which pairs would join two components."""
-
-    def __init__(self, columns: list[str]):
-        self._root = {c: c for c in columns}
-
-    def _find(self, c: str) -> str:
-        while self._root[c] != c:
-            self._root[c] = self._root[self._root[c]]
-            c = self._root[c]
-        return c
-
-    def joins(self, pair: tuple[str, str]) -> bool:
-        return self._find(pair[0]) != self._find(pair[1])
-
-    def join(self, pair: tuple[str, str]) -> None:
-        self._root[self._find(pair[0])] = self._find(pair[1])
 
 
 def spanning_edges(pairs: list[tuple[str, str]], columns: list[str]) -> int:

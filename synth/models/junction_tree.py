@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["JunctionTree", "junction_tree", "model_cells", "triangulate"]
+__all__ = ["Forest", "JunctionTree", "junction_tree", "model_cells", "triangulate"]
 
 
 @dataclass(frozen=True)
@@ -248,6 +248,25 @@ def triangulate(columns: Sequence[str], subsets: Iterable[Sequence[str]],
     return [tuple(columns[i] for i in _bits(m)) for m in masks]
 
 
+class Forest:
+    """Kruskal's union-find: which pairs of items would join two components."""
+
+    def __init__(self, items: Iterable):
+        self._root = {item: item for item in items}
+
+    def _find(self, item):
+        while self._root[item] != item:
+            self._root[item] = self._root[self._root[item]]
+            item = self._root[item]
+        return item
+
+    def joins(self, pair: tuple) -> bool:
+        return self._find(pair[0]) != self._find(pair[1])
+
+    def join(self, pair: tuple) -> None:
+        self._root[self._find(pair[0])] = self._find(pair[1])
+
+
 def _spanning_tree(masks: list[int]) -> list[list[int]]:
     """Adjacency lists of a maximum spanning tree over cliques weighted by shared columns.
 
@@ -257,19 +276,11 @@ def _spanning_tree(masks: list[int]) -> list[list[int]]:
     count = len(masks)
     pairs = sorted((-(masks[i] & masks[j]).bit_count(), i, j)
                    for i in range(count) for j in range(i + 1, count))
-    group = list(range(count))
-
-    def find(i: int) -> int:
-        while group[i] != i:
-            group[i] = group[group[i]]
-            i = group[i]
-        return i
-
+    forest = Forest(range(count))
     adjacent: list[list[int]] = [[] for _ in range(count)]
     for _, i, j in pairs:
-        a, b = find(i), find(j)
-        if a != b:
-            group[a] = b
+        if forest.joins((i, j)):
+            forest.join((i, j))
             adjacent[i].append(j)
             adjacent[j].append(i)
     return adjacent
