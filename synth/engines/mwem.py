@@ -229,25 +229,22 @@ class MWEMEngine:
             return factored_mwem_estimate(cells, DEFAULT_FINAL_PASSES if c.final_passes is None else c.final_passes,
                                           int(ADAPTIVE_ROUNDS_PER_COLUMN * columns) + 10, len(workload.subsets) + columns,
                                           c.passes, True, False, ADAPTIVE_SCORE_SECONDS)
-        candidates = workload.subsets if c.measure == "marginal" else list(range(len(workload)))
-        rounds = min(c.rounds or default_rounds(workload, len(candidates), c.measure, zcdp=choice.zcdp),
-                     len(candidates))
-        select = c.select_share is not None or rounds < len(candidates)
-        if not select:
-            dist = FactoredModel(schema, max_cells=c.max_model_cells)
+        # classic MWEM's own plan (the budget's split does not matter here: n is a placeholder
+        # where it is not public)
+        dist = FactoredModel(schema, max_cells=c.max_model_cells)
+        count = RowCount(int(public) if public is not None else 1, public is not None, 0.0)
+        plan = _plan_classic(c, schema, workload, dist, count, budget.epsilon, budget.delta if choice.zcdp else 0.0,
+                             choice.zcdp)
+        if not plan.select:  # every candidate measured: the model is known
             subset_of = _subset_of(c.measure, workload)
-            fitting = _fitting_in_order(dist, candidates, subset_of, schema)
-            if len(fitting) == len(candidates):  # every candidate measured: the model is known
-                for key in fitting:
-                    dist.add_subset(subset_of(key))
-                return factored_mwem_estimate(dist.cells, final_pass_budget(c.final_passes, "factored", dist.cells),
-                                              rounds, len(candidates), c.passes, False, True)
-            rounds = 3 * columns - 1  # the tree start (one-ways and a tree), then a round per column
-            passes = final_pass_budget(c.final_passes, "factored", typical)  # big sparse pairs take them all
-        else:
-            passes = _passes_at_least(final_pass_budget(c.final_passes, "factored", typical), len(workload.subsets),
-                                      rounds, True)
-        return factored_mwem_estimate(typical, passes, rounds, len(candidates) + columns, c.passes, True, False)
+            for key in plan.candidates:
+                dist.add_subset(subset_of(key))
+            return factored_mwem_estimate(dist.cells, final_pass_budget(c.final_passes, "factored", dist.cells),
+                                          plan.rounds, len(plan.candidates), c.passes, False, True)
+        passes = final_pass_budget(c.final_passes, "factored", typical)
+        if not plan.tree_pairs:  # the tree start's big sparse pairs take them all
+            passes = _passes_at_least(passes, len(workload.subsets), plan.rounds, True)
+        return factored_mwem_estimate(typical, passes, plan.rounds, len(plan.candidates), c.passes, True, False)
 
     def run(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None,
             progress: Progress | None = None) -> Release:
@@ -436,7 +433,7 @@ def _classic_rounds(data: Data, schema: Schema, workload: Workload, dist, c: MWE
     out = _Rounds(average=np.zeros(schema.universe_size) if c.output == "average" else None)
     chosen: set = set()
     if plan.tree_pairs:
-        _tree_start(data, schema, dist, plan, n, accountant, generator, out, chosen, work, progress)
+        _tree_start(data, schema, dist, plan, n, accountant, generator, out, chosen, work, progress, true_tables)
     for t in range(out.done, plan.rounds):
         open_ = [i for i, key in enumerate(candidates)
                  if _canonical(key, schema, c.measure) not in chosen and dist.fits(subset_of(key))]
@@ -489,10 +486,12 @@ def _canonical(key, schema: Schema, measure: str):
 
 
 def _tree_start(data: Data, schema: Schema, dist, plan: _ClassicPlan, n: float, accountant: Accountant,
-                generator: np.random.Generator, out: _Rounds, chosen: set, work: _Work, progress) -> None:
+                generator: np.random.Generator, out: _Rounds, chosen: set, work: _Work, progress,
+                true_tables: dict) -> None:
     """The one-way marginals (each a whole round's budget, nothing to select), then a spanning
     tree of pairs chosen edge by edge by the exponential mechanism (``synth.engines.mwem_tree``),
-    each edge measured at once; recorded in ``out`` like any round."""
+    each edge measured at once; recorded in ``out`` like any round. ``true_tables`` holds the
+    candidates' tables already counted (a pair that is a workload marginal is not counted again)."""
     def record(key: tuple, noisy) -> None:
         out.measured.append(("marginal", key, np.asarray(noisy, dtype=np.float64)))
         out.log.append({"round": out.done + 1, "marginal": list(key), "noisy": noisy})
@@ -506,12 +505,14 @@ def _tree_start(data: Data, schema: Schema, dist, plan: _ClassicPlan, n: float, 
     ones = {}
     for column in plan.tree_columns:
         dist.add_subset((column,))
-        ones[column] = whole.measure(data_marginal(data, schema, (column,)), generator, accountant,
+        table = true_tables[(column,)] if (column,) in true_tables else data_marginal(data, schema, (column,))
+        ones[column] = whole.measure(table, generator, accountant,
                                      note=f"MWEM round {out.done + 1} measure {column} (tree start)")
         record((column,), ones[column])
     report_phase(progress, "selecting a tree")
     pairs = plan.tree_pairs
-    true_pairs = {pair: data_marginal(data, schema, pair) for pair in pairs}
+    true_pairs = {pair: true_tables[pair] if pair in true_tables else data_marginal(data, schema, pair)
+                  for pair in pairs}
     scores = independence_scores(pairs, true_pairs, ones, n)
     dense = dist.representation == "dense"
 
