@@ -86,7 +86,7 @@ def demo(output, epsilon, seed, quiet) -> None:
                 lines.append(f"pmw (practical variant, online): a warm start on {warm} shared 2-way marginals, then "
                              f"{fmt(run.pmw.updates, COUNT)} updates of L={fmt(run.plan.updates, COUNT)} while "
                              f"answering {fmt(len(workload), COUNT)} queries one at a time (pmw-monitor.csv: the "
-                             "KL potential at each)")
+                             "KL potential at each, its Pythagorean bound and the epsilon spent; NON-PRIVATE)")
         model.save(folder / f"{name}-model.npz")
         synthetic = folder / f"{name}-synthetic.csv"
         with progress(f"writing {synthetic.name}", quiet, "rows") as update:

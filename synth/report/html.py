@@ -8,7 +8,8 @@ folder::
     error_distribution.png    histogram of the absolute errors (fractions of n)
     marginal_errors.png       L1 error per marginal (when the release determines any marginal)
     true_vs_released.png      released against true answers (fractions of n), with y = x
-    kl_potential.png          with a monitor: the KL potential per update against the theory
+    kl_potential.png          with a monitor: the KL potential per update against the theory, the
+                              Pythagorean bound, and the epsilon spent (right axis)
     round_timeline.png        with a monitor: which query each update came from, its true error
     column_histograms.png     with a synthetic table: each column's real and synthetic shares
     index.html                all of the above on one page, linked by relative paths
@@ -86,11 +87,18 @@ BASELINE_TEXT = ("The two baselines are scored as the release is: the product of
 #: Colours and markers of the baselines in the plots.
 _BASELINE_STYLE = {"independent": ("#8172b3", "D", "-.", 28), "uniform": ("#937860", "|", ":", 90)}
 
+#: The columns every monitor file has (older files too); newer ones add ``_MONITOR_EXTRAS``.
 _MONITOR_COLUMNS = ("update", "updates_allowed", "query_id", "query", "true_error", "sign_correct",
                     "phi_before", "phi_after", "drop", "guaranteed_drop", "flag")
-#: The practical variant's monitor (synth.engines.monitor.PracticalMonitor) has these instead.
+#: The practical variant's monitor (synth.engines.monitor.PracticalMonitor) has these instead
+#: (and ``predicted_drop``, called ``pythagorean_bound`` in older files).
 _PRACTICAL_COLUMNS = ("update", "updates_allowed", "query_id", "query", "columns", "true_error", "phi_before",
-                      "phi_after", "drop", "pythagorean_bound", "flag")
+                      "phi_after", "drop", "flag")
+#: Read when present (synth.engines.monitor's docstring defines them): the Pythagorean bound and the budget.
+_MONITOR_EXTRAS = ("threshold", "predicted_drop", "bound_gap", "epsilon_update", "rho_update", "epsilon_spent",
+                   "delta_spent", "rho_spent")
+_MOST_UPDATES = 50  # rows of the monitor's table in index.html
+_BOUND_TOLERANCE = 1e-9  # a gap above -this keeps to the bound (synth.engines.monitor's tolerance)
 _MOST_BARS = 40  # marginals shown in the bar chart (the worst ones)
 _WORST_QUERIES = 20  # rows of the worst-queries table in index.html
 _MOST_HISTOGRAMS = 60  # columns drawn in column_histograms.png
@@ -111,8 +119,11 @@ class MonitorLog:
     ``updates_allowed`` is the run's update bound L and ``planned_threshold`` its threshold T,
     both from the file's plan line (files without one: L from the rows, T from the guaranteed
     drop; ``None`` when there is no row either). ``variant`` is "theory" (the textbook PMW:
-    ``guaranteed_drop`` per update) or "practical" (``pythagorean_bound`` per update, and
-    ``true_error`` is the tested marginal's L1 error).
+    ``guaranteed_drop`` per update) or "practical" (``true_error`` is the tested marginal's L1
+    error). ``predicted_drop`` (KL(D_{t+1} || D_t), the Pythagorean bound), ``bound_gap``
+    (drop - predicted_drop), ``kept_bound`` and the budget (``epsilon_spent`` etc., as
+    ``synth.engines.monitor`` defines them) are ``None`` for older files without them (an older
+    practical file's bound, ``pythagorean_bound``, is read as ``predicted_drop``).
     """
 
     update: np.ndarray
@@ -126,10 +137,30 @@ class MonitorLog:
     flag: list[str]
     planned_threshold: float | None = None
     variant: str = "theory"
-    pythagorean_bound: np.ndarray | None = None
+    predicted_drop: np.ndarray | None = None
+    bound_gap: np.ndarray | None = None
+    kept_bound: np.ndarray | None = None
+    epsilon_update: np.ndarray | None = None
+    rho_update: np.ndarray | None = None
+    epsilon_spent: np.ndarray | None = None
+    delta_spent: np.ndarray | None = None
+    rho_spent: np.ndarray | None = None
+    spent_method: list[str] | None = None
+    tested: list[str] | None = None  # practical: the tested columns (and test kind)
 
     def __len__(self) -> int:
         return int(self.update.size)
+
+    @property
+    def pythagorean_bound(self) -> np.ndarray | None:
+        """``predicted_drop``'s older name."""
+        return self.predicted_drop
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether the run charged rho (or its total composed under zCDP): then rho is shown too."""
+        return bool((self.rho_update is not None and np.any(self.rho_update > 0))
+                    or any("zcdp" in method for method in self.spent_method or ()))
 
     @property
     def threshold(self) -> float | None:
@@ -156,6 +187,11 @@ class MonitorLog:
             "phi_start": _finite(self.phi_before[0]) if len(self) else None,
             "phi_end": _finite(self.phi_after[-1]) if len(self) else None,
             "flagged_updates": sum(1 for f in self.flag if f),
+            "updates_within_bound": int(np.sum(self.kept_bound)) if self.kept_bound is not None else None,
+            "epsilon_spent": (_finite(self.epsilon_spent[-1]) if self.epsilon_spent is not None and len(self)
+                              else None),
+            "rho_spent": (_finite(self.rho_spent[-1]) if self.rho_spent is not None and len(self) and self.zcdp
+                          else None),
         }
 
 
@@ -175,7 +211,8 @@ def read_monitor(path: str | os.PathLike) -> MonitorLog:
                 plan = _plan_line(path, body + 1, lines[body][len(PLAN_PREFIX):])
             body += 1
         reader = csv.DictReader(lines[body:])
-        practical = plan.get("variant") == "practical" or "pythagorean_bound" in (reader.fieldnames or [])
+        fields = reader.fieldnames or []
+        practical = plan.get("variant") == "practical" or "pythagorean_bound" in fields or "columns" in fields
         absent = [c for c in (_PRACTICAL_COLUMNS if practical else _MONITOR_COLUMNS)
                   if c not in (reader.fieldnames or [])]
         if absent:
@@ -206,14 +243,28 @@ def read_monitor(path: str | os.PathLike) -> MonitorLog:
     else:  # a file without a plan line: L is known only from its rows
         updates_allowed = int(allowed[0]) if allowed.size else None
     threshold = float(plan["threshold"]) if "threshold" in plan else None
+    extra = {name: numbers(name) for name in _MONITOR_EXTRAS if name in fields}
+    if "predicted_drop" not in extra and "pythagorean_bound" in fields:
+        extra["predicted_drop"] = numbers("pythagorean_bound")  # an older practical file
+    if "predicted_drop" in extra and "bound_gap" not in extra:
+        extra["bound_gap"] = numbers("phi_before") - numbers("phi_after") - extra["predicted_drop"]
+    if "bound_gap" in extra:
+        extra["kept_bound"] = extra["bound_gap"] >= -_BOUND_TOLERANCE
+    if "threshold" in extra and threshold is None and len(rows):
+        threshold = float(extra["threshold"][0])
+    extra.pop("threshold", None)
+    if "spent_method" in fields:
+        extra["spent_method"] = [r["spent_method"] or "" for r in rows]
     if practical:
+        extra["tested"] = [(r["columns"] or "") + (f" ({r['test']})" if r.get("test") else "") for r in rows]
         return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
                           [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
                           numbers("phi_after"), np.zeros(len(rows)), [r["flag"] or "" for r in rows], threshold,
-                          "practical", numbers("pythagorean_bound"))
+                          "practical", **extra)
     return MonitorLog(numbers("update", int), updates_allowed, numbers("query_id", int),
                       [r["query"] for r in rows], numbers("true_error"), numbers("phi_before"),
-                      numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows], threshold)
+                      numbers("phi_after"), numbers("guaranteed_drop"), [r["flag"] or "" for r in rows], threshold,
+                      **extra)
 
 
 def _plan_line(path, line: int, text: str) -> dict[str, str]:
@@ -483,10 +534,11 @@ def _plot_histograms(histograms: list, path: Path) -> str:
 
 
 def _plot_potential(monitor: MonitorLog, path: Path) -> str:
-    """The KL potential after each update, against what the analysis promises: for the
-    theory variant a drop of T^2/16 per update; for the practical one the Pythagorean bound
-    (Phi before the update less KL(D_{t+1} || D_t), reached by an exact projection). Flagged
-    updates in red."""
+    """The KL potential after each update, against what the analysis promises: the Pythagorean
+    bound (Phi before the update less KL(D_{t+1} || D_t), reached by an exact projection onto a
+    set holding the truth; hollow where the update fell short of it) and, for the theory
+    variant, a drop of T^2/16 per update. Flagged updates in red. On the right axis, the
+    epsilon spent by each update (files that record it)."""
     figure = _figure(6.8, 4.2)
     axes = figure.add_subplot()
     if len(monitor):
@@ -494,18 +546,31 @@ def _plot_potential(monitor: MonitorLog, path: Path) -> str:
         phi = np.concatenate([[_finite_or_nan(monitor.phi_before[0])], _finite_or_nan(monitor.phi_after)])
         axes.plot(steps, phi, marker="o", markersize=3, color="#4c72b0", label="KL(x/n || D_t)")
         start = phi[0]
-        if monitor.variant == "practical":
-            bound = _finite_or_nan(monitor.phi_before) - monitor.pythagorean_bound
-            axes.scatter(monitor.update, bound, marker="_", s=90, color="#8c8c8c",
-                         label="Phi before - KL(D_t+1 || D_t) (exact projection)")
-        elif np.isfinite(start):
+        if monitor.predicted_drop is not None:
+            bound = _finite_or_nan(monitor.phi_before) - monitor.predicted_drop
+            kept = monitor.kept_bound if monitor.kept_bound is not None else np.ones(len(monitor), dtype=bool)
+            axes.scatter(monitor.update[kept], bound[kept], marker="_", s=90, color="#8c8c8c",
+                         label="Phi before - KL(D_t+1 || D_t) (Pythagorean bound)")
+            if not kept.all():
+                axes.scatter(monitor.update[~kept], bound[~kept], marker="v", s=24, facecolors="none",
+                             edgecolors="#dd8452", label=f"bound not kept: overshot ({int((~kept).sum())})")
+        if monitor.variant != "practical" and np.isfinite(start):
             bound = np.maximum(start - steps * monitor.guaranteed_drop[0], 0.0)
             axes.plot(steps, bound, linestyle="--", color="#8c8c8c", label="start - t T^2/16 (guaranteed)")
         flagged = np.array([bool(f) for f in monitor.flag])
         if flagged.any():
             axes.scatter(monitor.update[flagged], _finite_or_nan(monitor.phi_after[flagged]), color="#c44e52",
                          zorder=3, label=f"flagged ({int(flagged.sum())})")
-        axes.legend()
+        handles, labels = axes.get_legend_handles_labels()
+        top = axes
+        if monitor.epsilon_spent is not None and np.isfinite(monitor.epsilon_spent).any():
+            top = axes.twinx()  # drawn over the potential: the legend goes on it
+            line, = top.step(monitor.update, monitor.epsilon_spent, where="post", color="#55a868", linewidth=1,
+                             alpha=0.8)
+            top.set_ylabel("epsilon spent by the update", color="#55a868")
+            top.set_ylim(bottom=0)
+            handles, labels = handles + [line], labels + ["epsilon spent (right axis)"]
+        top.legend(handles, labels, fontsize="small", framealpha=0.9)
     else:
         axes.text(0.5, 0.5, "PMW made no update", ha="center", va="center", transform=axes.transAxes)
     axes.set_xlabel(f"update t ({_allowed_label(monitor)})")
@@ -610,9 +675,15 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
         rows.append(("worst query", f"{worst}: {evaluation.workload.describe(worst)}"))
     if monitor is not None:
         m = summary["monitor"]
+        within = ("" if m.get("updates_within_bound") is None else
+                  f"; {fmt(m['updates_within_bound'], COUNT)} kept to the Pythagorean bound")
+        spent = ("" if m.get("epsilon_spent") is None
+                 else f"; epsilon {fmt(m['epsilon_spent'], PRIVACY)} spent by the last")
+        if spent and m.get("rho_spent") is not None:
+            spent += f" (rho {fmt(m['rho_spent'], PRIVACY)})"
         rows.append(("PMW monitor", (f"{fmt(m['updates'], COUNT)} updates ({_allowed_label(monitor)}); potential "
                                     f"{fmt(m['phi_start'])} -> {fmt(m['phi_end'])}; "
-                                    f"{fmt(m['flagged_updates'], COUNT)} flagged")))
+                                    f"{fmt(m['flagged_updates'], COUNT)} flagged{within}{spent}")))
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -658,6 +729,7 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
                      f"<td class='num'>{fmt(evaluation.absolute_error[i])}</td></tr>")
     parts.append("</table>")
     if monitor is not None:
+        parts += _monitor_table(monitor)
         flagged = [(u, f) for u, f in zip(monitor.update.tolist(), monitor.flag) if f]
         if flagged:
             parts.append("<h2>Monitor flags</h2><ul>")
@@ -665,6 +737,65 @@ def _html(evaluation, summary: dict[str, Any], plots: dict[str, str], monitor: M
             parts.append("</ul>")
     parts.append(f'<p class="private">{e(HEADER_TEXT)}</p></body></html>\n')
     return "\n".join(parts)
+
+
+MONITOR_TEXT = ("How to read it: each row is one update; Phi = KL(x/n || D) is how far the model is from the true "
+                "data (0 when exact), a step that projects onto a set holding the truth lowers it by at least the "
+                "predicted drop KL(D_t+1 || D_t) (the Pythagorean bound, from the public models alone), so a negative "
+                "gap (actual less predicted drop) says the update overshot the truth in its own direction (the "
+                "noise's part), while the true error of what was tested (against T, fractions of n) and the budget "
+                "columns (the update's own charge, the accountant's total by then) show which updates the online "
+                "error and its cost came from. Computed from the true data: NON-PRIVATE, for the data owner only.")
+
+
+def _monitor_table(monitor: MonitorLog) -> list[str]:
+    """One row per update (the first ``_MOST_UPDATES``): what was tested and its true error,
+    Phi before and after, the Pythagorean bound and the gap to it, and the budget."""
+    e = html.escape
+    if not len(monitor):
+        return []
+    has_bound = monitor.predicted_drop is not None and monitor.bound_gap is not None
+    has_budget = monitor.epsilon_update is not None and monitor.epsilon_spent is not None
+    zcdp = has_budget and monitor.zcdp and monitor.rho_update is not None and monitor.rho_spent is not None
+    heads = ["t", "query", *(["tested"] if monitor.tested is not None else []), "true error (of n)", "Phi before",
+             "Phi after", "drop"]
+    if has_bound:
+        heads += ["predicted drop KL(D_t+1 || D_t)", "gap (drop - predicted)", "kept to the bound"]
+    if has_budget:
+        heads += ["epsilon, this update", *(["rho, this update"] if zcdp else []), "epsilon spent",
+                  *(["rho spent"] if zcdp else [])]
+    heads.append("flag")
+    threshold = monitor.threshold
+    shown = min(len(monitor), _MOST_UPDATES)
+    title = "PMW monitor: where the online error came from (NON-PRIVATE)"
+    note = (f"T = {fmt(threshold)} of n. " if threshold is not None else "") + (
+        f"The first {shown} of {fmt(len(monitor), COUNT)} updates; the monitor CSV has them all."
+        if shown < len(monitor) else "")
+    parts = [f"<h2>{e(title)}</h2>", f"<p>{e(MONITOR_TEXT)}</p>"]
+    if note.strip():
+        parts.append(f"<p>{e(note.strip())}</p>")
+    parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr>")
+    for i in range(shown):
+        cells = [(str(int(monitor.update[i])), True), (f"{int(monitor.query_id[i])}: {monitor.query[i]}", False)]
+        if monitor.tested is not None:
+            cells.append((monitor.tested[i], False))
+        cells += [(fmt(monitor.true_error[i]), True), (fmt(monitor.phi_before[i]), True),
+                  (fmt(monitor.phi_after[i]), True), (fmt(monitor.phi_before[i] - monitor.phi_after[i]), True)]
+        if has_bound:
+            cells += [(fmt(monitor.predicted_drop[i]), True), (fmt(monitor.bound_gap[i]), True),
+                      ("yes" if monitor.kept_bound[i] else "no: overshot", False)]
+        if has_budget:
+            cells.append((fmt(monitor.epsilon_update[i], PRIVACY), True))
+            if zcdp:
+                cells.append((fmt(monitor.rho_update[i], PRIVACY), True))
+            cells.append((fmt(monitor.epsilon_spent[i], PRIVACY), True))
+            if zcdp:
+                cells.append((fmt(monitor.rho_spent[i], PRIVACY), True))
+        cells.append((monitor.flag[i], False))
+        parts.append("<tr>" + "".join(f"<td class='num'>{e(text)}</td>" if number else f"<td>{e(text)}</td>"
+                                      for text, number in cells) + "</tr>")
+    parts.append("</table>")
+    return parts
 
 
 def _baseline_heads(summary: dict[str, Any]) -> list[tuple[str, str]]:
