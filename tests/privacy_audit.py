@@ -55,6 +55,7 @@ __all__ = [
     "assert_no_leak",
     "assert_leak",
     "leak_power",
+    "leak_power_sizes",
     "chisquare_gof",
     "assert_variance",
     "merge_tail_bins",
@@ -346,6 +347,27 @@ def leak_power(p: float, q: float, n: int, eps: float, n_events: int, delta: flo
     smallest = np.searchsorted(lower, math.exp(eps) * upper + delta, side="right")  # first k that proves it
     tail = np.append(stats.binom.sf(ks - 1, n, p), 0.0)  # P(k >= ks[j]); 0 past the last
     return float(np.dot(stats.binom.pmf(ls, n, q), tail[smallest]))
+
+
+def leak_power_sizes(p: float, q: float, n_num: int, n_den: int, eps: float, n_events: int, delta: float = 0.0,
+                     confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """``leak_power`` with a different number of runs on each input: ``n_num`` on the input
+    where the event is more likely (probability ``p``), ``n_den`` on the other (``q``).
+
+    A rare event's upper bound on the second input, times e^eps, is what a leak must beat, and
+    when ``q`` is small that bound is set by the count there (about -ln(alpha) / n_den when it
+    is 0): an audit of such an event gains more from runs on that input than on the first,
+    whose proportion is large and well estimated with fewer. Same sums as ``leak_power``
+    (which is this function with ``n_num == n_den``).
+    """
+    alpha = (1 - confidence) / (2 * n_events)  # 1 - the per-interval level
+    ls = np.arange(*(stats.binom.ppf([1e-13, 1 - 1e-13], n_den, q).astype(int) + [0, 1]))
+    ks = np.arange(*(stats.binom.ppf([1e-13, 1 - 1e-13], n_num, p).astype(int) + [0, 1]))
+    upper = np.where(ls < n_den, stats.beta.ppf(1 - alpha / 2, ls + 1, np.maximum(n_den - ls, 1)), 1.0)
+    lower = np.where(ks > 0, stats.beta.ppf(alpha / 2, np.maximum(ks, 1), n_num - ks + 1), 0.0)  # increasing
+    smallest = np.searchsorted(lower, math.exp(eps) * upper + delta, side="right")  # first k that proves it
+    tail = np.append(stats.binom.sf(ks - 1, n_num, p), 0.0)  # P(k >= ks[j]); 0 past the last
+    return float(np.dot(stats.binom.pmf(ls, n_den, q), tail[smallest]))
 
 
 # -- goodness of fit ---------------------------------------------------------------------------
