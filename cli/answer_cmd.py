@@ -60,7 +60,7 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--epsilon", type=EPSILON, help="Privacy budget epsilon (total, for the whole run).")
 @click.option("--delta", type=DELTA, default=0.0, show_default=True, help="Privacy budget delta.")
 @click.option("--beta", type=BETA, default=0.05, show_default=True,
-              help="Failure probability of the predicted accuracy.")
+              help="Failure probability of each stated error bound (and of the theory plan's accuracy).")
 @click.option("--rows", type=click.IntRange(1, 2**63 - 1), help="Row count n, if it is PUBLIC knowledge (else a noisy count is bought).")
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
@@ -96,14 +96,15 @@ def answer(data, schema_file, workload_file, exact, mechanism, from_model, epsil
 
     With --exact the answers are the true counts: NOT differentially private, for the data
     owner only. With --mechanism pmw they are differentially private within --epsilon
-    (and --delta): the CSV has query_id, name, query, answer (a count), round (lazy, update
-    or halted: no accuracy guarantee after PMW halts) and final_answer (from the final model).
+    (and --delta): the CSV has query_id, name, query, answer (a count), error_bound (the true
+    count is within it of the answer with probability 1 - --beta), round (lazy, update or
+    halted) and final_answer (from the final model).
     With --model the answers come from a released model (pmw, mwem or blr) without the data:
     post-processing, so they cost no privacy; the model's schema is used.
 
     With --mechanism pmw --stream the queries come from stdin, one JSON object per line in the
     workload's query form ({"where": {...}}, optionally with "query_id"), and each answer is
-    written to stdout as one JSON line as soon as it is made. A bad line gets {"query_id",
+    written to stdout as one JSON line as soon as it is made, with its error_bound. A bad line gets {"query_id",
     "error"} and the stream goes on. End of input (Ctrl-D), Ctrl-C or --queries N ends it with
     a summary on stderr; --save-model and --monitor are written then. After L updates PMW halts:
     it keeps answering from its model (round "halted"), spending nothing more.
@@ -262,10 +263,11 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
 
     def write(handle) -> None:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["query_id", "name", "query", "answer", "round", "final_answer", "privacy"])
+        writer.writerow(["query_id", "name", "query", "answer", "error_bound", "round", "final_answer", "privacy"])
         for i in range(len(queries)):
-            writer.writerow([i, queries[i].name or "", queries.describe(i), f"{run.answers[i]:.6g}", run.rounds[i],
-                             f"{run.final[i]:.6g}", "differentially private (pmw)"])
+            writer.writerow([i, queries[i].name or "", queries.describe(i), f"{run.answers[i]:.6g}",
+                             f"{run.bounds[i]:.6g}", run.rounds[i], f"{run.final[i]:.6g}",
+                             "differentially private (pmw)"])
 
     from synth._io import output_group
 
@@ -297,7 +299,8 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
         warn("PMW made no update: every answer is the starting distribution's"
              + (" (see the plan's NOTE; --plan shows it without reading the data)" if variant == "theory" else ""))
     if run.pmw.rounds[HALTED]:
-        warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers carry no accuracy guarantee")
+        warn(f"PMW halted after L={plan.updates:,} updates: {run.pmw.rounds[HALTED]:,} answers came from its model; "
+             "their error_bound is a measurement's where one covers the query, else only the range [0, n]")
     if model_file:
         note(f"model saved to {model_file}")
 
@@ -370,7 +373,8 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
          f"of epsilon={epsilon:g}, delta={delta:g}")
     if pmw.rounds[HALTED]:
         warn(f"PMW halted after L={plan.updates:,} updates: {pmw.rounds[HALTED]:,} answers came from its model "
-             "(no budget spent) and carry no accuracy guarantee")
+             "(no budget spent); their error_bound is a measurement's where one covers the query, else only the "
+             "range [0, n]")
     if monitor_file:
         warn(f"{monitor_file} is a NON-PRIVATE diagnostic computed from the true data: never release it")
     if model_file:
@@ -439,8 +443,9 @@ def _serve(pmw, schema, accountant, limit) -> _Tally:
             tally.answers += "answer" in record
             if record.get("round") == HALTED and not said_halted:
                 said_halted = True
-                note(f"PMW halted after L={pmw.plan.updates:,} updates: later answers come from its model, spend "
-                     "nothing and carry no accuracy guarantee")
+                note(f"PMW halted after L={pmw.plan.updates:,} updates: later answers come from its model and "
+                     "spend nothing; their error_bound is a measurement's where one covers the query, else only "
+                     "the range [0, n]")
             if tally.reason == "budget exhausted":
                 break
             if limit is not None and tally.answers >= limit:
@@ -547,8 +552,8 @@ def _answer_line(pmw, schema, accountant, raw: bytes, number: int, position: int
         return {"query_id": query_id, "error": one_line(f"line {number}: {exc}")}
     except MemoryError:
         return error("out of memory answering this query: the stream goes on without it", query_id)
-    return {"query_id": query_id, "answer": float(result.value), "round": result.round,
-            "epsilon_spent": float(accountant.spent().epsilon)}
+    return {"query_id": query_id, "answer": float(result.value), "error_bound": float(result.bound),
+            "round": result.round, "epsilon_spent": float(accountant.spent().epsilon)}
 
 
 def _kind(item) -> str:

@@ -65,7 +65,9 @@ def test_seeded_runs_repeat_and_files_are_written(files):
     assert second.exit_code == 0, second.output
     assert (files / "a1.csv").read_text() == (files / "a2.csv").read_text()
     answers = pd.read_csv(files / "a1.csv")
-    assert list(answers.columns) == ["query_id", "name", "query", "answer", "round", "final_answer", "privacy"]
+    assert list(answers.columns) == ["query_id", "name", "query", "answer", "error_bound", "round", "final_answer",
+                                     "privacy"]
+    assert (answers["error_bound"] > 0).all() and (answers["error_bound"] < 6000).any()
     assert set(answers["round"]) <= {"lazy", "update", "halted"} and (answers["round"] == "update").any()
     model = Model.load(files / "m.npz")
     assert model.mechanism == "pmw" and model.seeded and model.rows == 6000

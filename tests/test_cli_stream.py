@@ -63,8 +63,9 @@ def test_answers_come_in_order_with_their_ids(files):
     out = records(result)  # stdout holds only the JSON lines: progress and notes are on stderr
     assert [r["query_id"] for r in out] == [0, "smokers", 2, 70]  # blank lines are skipped, not counted
     for record in out:
-        assert set(record) == {"query_id", "answer", "round", "epsilon_spent"}
+        assert set(record) == {"query_id", "answer", "error_bound", "round", "epsilon_spent"}
         assert isinstance(record["answer"], float) and isinstance(record["epsilon_spent"], float)
+        assert 0 < record["error_bound"] <= 4000
         assert record["round"] in {LAZY, UPDATE} and 0 <= record["answer"] <= 4000
     spent = [r["epsilon_spent"] for r in out]
     assert spent == sorted(spent) and 0 < spent[-1] <= 2

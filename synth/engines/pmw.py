@@ -8,8 +8,8 @@ the error |f(x) - f(D_t)|, measured in rows (sensitivity 1):
 * above: an **update** round: a fresh discrete Laplace measurement of f(x) is released and
   answered, D_t is multiplied by exp(eta * sign * f(u)) on the query's cells (eta = T/4) and
   renormalized, and the next epoch starts with a fresh noisy threshold;
-* after L updates PMW **halts**: later answers come from D_L (post-processing, free) and carry
-  no accuracy guarantee.
+* after L updates PMW **halts**: later answers come from D_L (post-processing, free); their
+  bound is only the range [0, n] (``synth.engines.pmw_bounds``: every answer states one).
 
 Each epoch charges eps_test (at its first test) and eps_measure (at its update) to the
 accountant; the plan (``synth.engines.pmw_plan``) sizes them so that all L epochs fit the budget.
@@ -33,6 +33,7 @@ from synth.engines.estimate import Estimate, pmw_estimate, practical_pmw_estimat
 from synth.engines.monitor import KLMonitor
 from synth.engines.monitor import PracticalMonitor
 from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
+from synth.engines.pmw_bounds import noise_sum_bound, range_bound, below_bound
 from synth.engines.pmw_plan import PlanError, PMWPlan, plan_pmw
 from synth.engines.pmw_practical import (DEFAULT_TEST_SHARE, PracticalPlan, PracticalPMW, default_updates,
                                          plan_practical, warm_start_subsets)
@@ -87,13 +88,15 @@ class PMW(StoredDistribution):
         if isinstance(query, dict):  # the workload file's form, e.g. {"where": {"sex": "Male"}}
             query = parse_query(query, self.schema, index=max(query_id, 0))
         model_count = self.model_answer(query)
-        if self.halted:
-            self.rounds[HALTED] += 1
-            return PMWAnswer(model_count, HALTED, self.updates)
-        if not self._dist.fits(query.columns):  # an update would grow the factored D past its cap
+        plan = self.plan
+        if self.halted or not self._dist.fits(query.columns):  # halted, or an update would grow D past its cap
+            bound = range_bound(model_count, plan.rows, plan.beta, epsilon_count=plan.epsilon_count)
+            if self.halted:
+                self.rounds[HALTED] += 1
+                return PMWAnswer(model_count, HALTED, self.updates, bound)
             self.capped += 1
             self.rounds[LAZY] += 1
-            return PMWAnswer(model_count, CAPPED, self.updates)
+            return PMWAnswer(model_count, CAPPED, self.updates, bound)
         if self._epoch is None:
             self._epoch = AboveThreshold(
                 self.plan.threshold_count, self.plan.epsilon_test, 1, self._rng,
@@ -102,7 +105,8 @@ class PMW(StoredDistribution):
         true_count = int(round(self._true_count(query)))
         if not self._epoch.test(abs(true_count - model_count)):
             self.rounds[LAZY] += 1
-            return PMWAnswer(model_count, LAZY, self.updates)
+            return PMWAnswer(model_count, LAZY, self.updates, below_bound(plan.threshold_count, plan.epsilon_test,
+                                                                          plan.beta))
         measured = discrete_laplace(true_count, self.plan.epsilon_measure, 1, self._rng,
                                     accountant=self.accountant, note=f"PMW update {self.updates + 1}")
         sign = int(np.sign(measured - model_count))
@@ -110,7 +114,8 @@ class PMW(StoredDistribution):
         self.updates_log.append(_Update(self.updates, label, int(measured), sign))
         self._epoch = None
         self.rounds[UPDATE] += 1
-        return PMWAnswer(float(measured), UPDATE, self.updates)
+        return PMWAnswer(float(measured), UPDATE, self.updates,
+                         noise_sum_bound(1, plan.beta, epsilon=plan.epsilon_measure))
 
     def _update(self, query: Query, sign: int, query_id: int, label: str, true_count: int, model_count: float) -> None:
         if self.monitor is not None:
@@ -129,7 +134,7 @@ class PMW(StoredDistribution):
             n = self.monitor.n
             self.monitor.after_update(self._read_only(), self._dist.total, query_id=query_id, query=label,
                                       true_fraction=true_count / n, model_fraction=model_count / self.plan.rows,
-                                      sign=sign)
+                                      sign=sign, accountant=self.accountant)
 
     def to_model(self, *, seeded: bool = False):
         """The release: D_t, the plan, the privacy spent and the update log (all public)."""
@@ -159,6 +164,7 @@ class PMWRun:
     accountant: Accountant
     monitor: KLMonitor | None = None
     notes: list[str] = field(default_factory=list)
+    bounds: np.ndarray = field(default_factory=lambda: np.zeros(0))  # each answer's error bound (rows), 1 - beta
 
 
 VARIANTS = ("practical", "theory")
@@ -284,7 +290,7 @@ class PMWEngine:
         n, count_epsilon = count.rows, count.epsilon
         if c.variant == "practical":
             warm_subsets = warm_start_subsets(subsets) if c.warm else ()
-            updates = c.updates or (default_updates(subsets, warm_subsets) if subsets
+            updates = c.updates or (default_updates(subsets) if subsets
                                     else max(len(schema), math.comb(len(schema), 2)))
             plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=c.beta,
                                   rows_public=count.public, epsilon_count=count_epsilon, alpha=c.alpha, test=c.test,
@@ -293,7 +299,7 @@ class PMWEngine:
             watcher = (PracticalMonitor(data_marginal(counts, schema, None), plan.threshold, plan.updates)
                        if c.monitor else None)
             pmw = PracticalPMW(counts, schema, plan, generator, accountant=accountant, prior=self.prior,
-                               monitor=watcher, **kept)
+                               monitor=watcher, declared=subsets, **kept)
         else:
             if queries is None:
                 raise ValueError("the theory variant plans from the number of queries: give queries=")
@@ -325,13 +331,15 @@ class PMWEngine:
         workload, passes = self.workload, self.config.passes
         opened = self.open(counts, budget, rng, subsets=workload.subsets, queries=len(workload) * passes)
         pmw, plan = opened.pmw, opened.plan
-        answers = np.zeros(len(workload))
+        answers, bounds = np.zeros(len(workload)), np.zeros(len(workload))
         rounds = [""] * len(workload)
         total, every = len(workload) * passes, max(1, len(workload) * passes // 100)
         for p in range(passes):
+            if isinstance(pmw, PracticalPMW):
+                pmw.start_pass()
             for i, query in enumerate(workload):
                 result = pmw.answer(query, query_id=i, label=workload.describe(i))
-                answers[i] = result.value
+                answers[i], bounds[i] = result.value, result.bound
                 rounds[i] = result.round
                 done = p * len(workload) + i + 1
                 if progress is not None and (done % every == 0 or done == total):
@@ -340,7 +348,7 @@ class PMWEngine:
             final = plan.rows * as_distribution(pmw.release(), self.schema).answer_workload(workload)
         else:
             final = plan.rows * pmw.model_fractions(workload)
-        return PMWRun(answers, rounds, final, plan, pmw, opened.accountant, opened.monitor, opened.notes)
+        return PMWRun(answers, rounds, final, plan, pmw, opened.accountant, opened.monitor, opened.notes, bounds)
 
 
 def open_pmw(data: Data, schema: Schema, epsilon: float, delta: float = 0.0, beta: float = 0.05, *,

@@ -24,7 +24,7 @@ from synth.privacy.accounting import Accountant
 from synth.privacy.mechanisms import AboveThreshold
 from synth.privacy.rng import make_rng
 
-__all__ = ["CAPPED", "HALTED", "LAZY", "UPDATE", "PMWAnswer", "StoredDistribution"]
+__all__ = ["CAPPED", "HALTED", "LAZY", "UPDATE", "PMWAnswer", "StoredDistribution", "query_value"]
 
 LAZY, UPDATE, HALTED = "lazy", "update", "halted"
 #: A lazy answer given without a test: an update on it would grow a factored D past its cap.
@@ -33,14 +33,18 @@ CAPPED = "lazy (model cap)"
 
 @dataclass(frozen=True)
 class PMWAnswer:
-    """A released answer (a count of rows) and how it was made."""
+    """A released answer (a count of rows), how it was made, and its error bound: the true
+    count lies within ``bound`` rows of ``value`` with probability at least 1 - beta
+    (``synth.engines.pmw_bounds``)."""
 
     value: float
     round: str
     epoch: int
+    bound: float = math.inf
 
 
-def _query_value(table: np.ndarray, query: Query) -> float:
+def query_value(table: np.ndarray, query: Query) -> float:
+    """``query``'s sum over ``table``, a table on exactly its columns (in its order)."""
     if not query.columns:
         return float(table)
     if query.is_cell:
@@ -115,7 +119,7 @@ class StoredDistribution:
         marginal on its columns, or, where that table is too big, by the model's own ``answer``)."""
         if not self._dist.marginal_fits(query.columns):
             return self.plan.rows * self._dist.answer(query)
-        return self.plan.rows * _query_value(self.model_table(query.columns), query)
+        return self.plan.rows * query_value(self.model_table(query.columns), query)
 
     def model_fractions(self, workload: Workload) -> np.ndarray:
         """Every query's fraction under D_t, in workload order (cached marginals where they fit)."""
@@ -128,5 +132,5 @@ class StoredDistribution:
         scan's counts, else by matching the rows column by column (no table at all)."""
         cells = math.prod(self.schema[c].size for c in query.columns)
         if isinstance(self._data, Counts) or cells <= max(SMALL_TABLE_CELLS, data_rows(self._data)):
-            return _query_value(self._data_table(query.columns), query)
+            return query_value(self._data_table(query.columns), query)
         return float(count_matching(self._data, self.schema, query))

@@ -106,7 +106,7 @@ class PMWPlan:
         if not self.covers_potential_bound:
             lines.append(
                 f"  WARNING               L={self.updates:,} is below 16 ln|U| / T^2 = {self.potential_bound:,}: PMW may"
-                " halt before the workload ends; answers after the halt carry no accuracy guarantee"
+                " halt before the workload ends; answers after the halt are bounded only by the range [0, n]"
             )
         if self.alpha >= 0.25:
             lines.append(

@@ -48,15 +48,17 @@ from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Query, parse_query
 from synth.engines.monitor import PracticalMonitor
-from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution
+from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution, query_value
+from synth.engines.pmw_bounds import noise_sum_bound, range_bound, below_bound
 from synth.engines.pmw_plan import MAX_UPDATES
 from synth.errors import SynthError
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
 from synth.models.fit import FIT_TOLERANCE
 from synth.models.model import Model
-from synth.privacy.accounting import Accountant, split_epsilon, subtract_epsilon
+from synth.privacy.accounting import Accountant, BudgetExceeded, Charge, split_epsilon, subtract_epsilon
 from synth.privacy.composition import zcdp_rho_limit
-from synth.privacy.mechanisms import AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise
+from synth.privacy.mechanisms import (AboveThreshold, discrete_gaussian, discrete_laplace, mean_abs_noise,
+                                      noise_variance)
 from synth.privacy.validation import check_positive_int, check_probability, check_real
 
 __all__ = ["DEFAULT_MAX_TEST_CELLS", "DEFAULT_REPLAY_PASSES", "DEFAULT_TEST_SHARE", "TESTS",
@@ -105,13 +107,18 @@ class PracticalPlan:
 
     @property
     def noise_allowance(self) -> float:
-        """Mean |threshold noise| + mean |test noise| (rows): discrete Laplace of scales 2/eps, 4/eps."""
-        return mean_abs_noise(self.epsilon_test / 2) + mean_abs_noise(self.epsilon_test / 4)
+        """Mean |threshold noise| + mean |test noise| (rows) of the plan's first epoch."""
+        return noise_allowance(self.epsilon_test)
 
     @property
     def threshold_count(self) -> float:
-        """T in rows: the test's value must exceed it (plus noise) for an update."""
-        return self.alpha * self.rows + self.noise_allowance
+        """T in rows of the plan's first epoch: the test's value must exceed it (plus noise) for
+        an update (later epochs' T follows their own test budget: ``epoch_threshold``)."""
+        return self.epoch_threshold(self.epsilon_test)
+
+    def epoch_threshold(self, epsilon_test: float) -> float:
+        """T in rows for an epoch whose test has ``epsilon_test``: alpha n + the mean noise."""
+        return self.alpha * self.rows + noise_allowance(epsilon_test)
 
     @property
     def threshold(self) -> float:
@@ -129,6 +136,24 @@ class PracticalPlan:
     def mean_abs_warm_noise(self) -> float:
         """E|noise| of one value measured by the warm start (rows)."""
         return mean_abs_noise(self.epsilon_warm, self.rho_warm)
+
+    @property
+    def epochs_budget(self) -> float:
+        """What the plan sets aside for its L epochs (tests and measurements), in the budget's
+        currency: rho under zCDP (a test of eps costs eps^2/2), epsilon under basic composition."""
+        if self.rho_measure:
+            return self.updates * (self.rho_measure + self.epsilon_test**2 / 2)
+        return self.updates * (self.epsilon_test + self.epsilon_measure)
+
+    def epoch_split(self, budget: float) -> tuple[float, float, float]:
+        """One epoch of ``budget`` (``epochs_budget``'s currency) split as the plan splits its
+        epochs: (eps_test, eps_measure, rho_measure)."""
+        if self.rho_measure:
+            ratio = self.epsilon_test**2 / 2 / self.rho_measure  # a test's rho per rho measured
+            rho = budget / (1 + ratio)
+            return math.sqrt(2 * ratio * rho), 0.0, rho
+        e_test = budget * self.epsilon_test / (self.epsilon_test + self.epsilon_measure)
+        return e_test, subtract_epsilon(budget, e_test), 0.0
 
     def test_kind(self, cells: int) -> str:
         if self.test != "auto":
@@ -150,7 +175,8 @@ class PracticalPlan:
             f"  rows n                {n_text}",
             f"  universe |U|          {self.universe_size:,} cells",
             f"  update bound          L={self.updates:,} epochs ({self.composition} composition)",
-            f"  per epoch             eps_test={self.epsilon_test:.6g}, {measure}",
+            f"  first epoch           eps_test={self.epsilon_test:.6g}, {measure} (each later epoch: the budget "
+            "left over the epochs ahead, split alike)",
             f"  test                  {self.test} (auto: whole marginals up to {self.max_test_cells:,} cells)",
             f"  threshold T           {self.threshold_count:,.1f} rows = alpha n ({self.alpha:g}) + mean test "
             f"noise ({self.noise_allowance:,.1f})",
@@ -163,6 +189,12 @@ class PracticalPlan:
         if self.epsilon_count:
             lines.append(f"  noisy row count       eps_count={self.epsilon_count:g}")
         return "\n".join(lines)
+
+
+def noise_allowance(epsilon_test: float) -> float:
+    """Mean |threshold noise| + mean |test noise| (rows) of a test with ``epsilon_test``:
+    discrete Laplace of scales 2/eps and 4/eps."""
+    return mean_abs_noise(epsilon_test / 2) + mean_abs_noise(epsilon_test / 4)
 
 
 def _ways(subsets) -> str:
@@ -189,13 +221,13 @@ def warm_start_subsets(subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...
     return pairs if len(pairs) < len(wide) else ()
 
 
-def default_updates(subsets: Sequence[Sequence[str]], warm_subsets: Sequence[Sequence[str]]) -> int:
-    """L when not given: one update per declared subset the warm start does not already inform,
-    and at least a third of them. Every planned epoch takes its share of the budget whether or
-    not it is used, so L is kept near the updates a run makes: on adult (7 columns, 3-way
-    marginals, epsilon 1) L = 10-15 of 35 gave online answers 0.041-0.049 against 0.055 at 35,
-    while a 2-way workload (no warm start) needs one update per subset."""
-    return max(len(subsets) - len(warm_subsets), math.ceil(len(subsets) / 3), 1)
+def default_updates(subsets: Sequence[Sequence[str]]) -> int:
+    """L when not given, for a declared workload: one update per declared subset (each is
+    measured at most once). Epochs no longer cost their share whether or not they are used:
+    each epoch's budget is what is left over the epochs still ahead (``PracticalPMW``), so a
+    large L leaves nothing unspent. (With fixed shares, L had to be kept near the updates a run
+    makes; on adult's 35 triples L = 14 halted 3,700 of 8,453 answers.)"""
+    return max(len({tuple(subset) for subset in subsets}), 1)
 
 
 def plan_practical(
@@ -213,11 +245,20 @@ def plan_practical(
     test: str = "auto",
     max_test_cells: int = DEFAULT_MAX_TEST_CELLS,
     warm_subsets: Sequence[Sequence[str]] = (),
+    composition: str = "auto",
 ) -> PracticalPlan:
-    """Split the budget (pure epsilon, or zCDP when ``delta`` > 0) so an accountant of
+    """Split the budget (pure epsilon, or zCDP when ``delta`` > 0 and its measurements are the
+    less noisy: ``composition="auto"``, as MWEM chooses) so an accountant of
     (epsilon, delta) accepts the row count, the warm start (one measurement per subset of
     ``warm_subsets``) and every charge of ``updates`` epochs. Every measurement gets the same
     budget (so the fit weighs them alike), each epoch's test ``test_share`` of its epoch."""
+    if composition == "auto" and delta > 0:
+        options = dict(beta=beta, rows_public=rows_public, epsilon_count=epsilon_count, test_share=test_share,
+                       alpha=alpha, test=test, max_test_cells=max_test_cells, warm_subsets=warm_subsets)
+        zcdp = plan_practical(epsilon, delta, rows, universe_size, updates, composition="zCDP", **options)
+        pure = plan_practical(epsilon, delta, rows, universe_size, updates, composition="basic", **options)
+        # few measurements (10 triples, say): pure epsilon's Laplace adds less noise than zCDP's Gaussian
+        return min((zcdp, pure), key=lambda plan: plan.mean_abs_noise())
     updates = check_positive_int(updates, "updates")
     if updates > MAX_UPDATES:
         raise PracticalPlanError(f"updates L ({updates:,}) must be at most {MAX_UPDATES:,}: ask for fewer (--updates)")
@@ -235,8 +276,10 @@ def plan_practical(
     # test_share / (1 - test_share) of it: count + warms m + updates m / (1 - test_share) = budget
     units = warms + updates / (1 - test_share)
     available = subtract_epsilon(epsilon, epsilon_count)
+    if composition not in ("auto", "zCDP", "basic"):
+        raise ValueError(f"composition ({composition!r}) must be auto, zCDP or basic")
     e_warm = rho_warm = 0.0
-    if delta > 0:
+    if delta > 0 and composition != "basic":
         rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2
         if not rho > 0:
             raise PracticalPlanError(f"epsilon={epsilon:g} leaves no budget after the row count")
@@ -300,6 +343,8 @@ class _Measurement:
     columns: tuple[str, ...]
     kind: str  # "marginal" or "query"
     noisy: list  # the noisy table (nested lists) or count
+    epsilon: float = 0.0  # its discrete Laplace budget (0 under zCDP)
+    rho: float = 0.0  # its discrete Gaussian budget (0 when pure)
 
 
 class PracticalPMW(StoredDistribution):
@@ -319,9 +364,18 @@ class PracticalPMW(StoredDistribution):
         max_cells: int = DEFAULT_MAX_CELLS,
         representation: str = "auto",
         max_model_cells: int = DEFAULT_MAX_MODEL_CELLS,
+        declared: Sequence[Sequence[str]] = (),
     ):
         self._open(data, schema, plan, rng, accountant, prior, monitor, max_cells, representation, max_model_cells)
         self._start = self._dist.copy()  # the release refits from here
+        self._declared = tuple(dict.fromkeys(tuple(subset) for subset in declared))
+        self._seen: set = set()  # declared subsets whose queries came in this pass
+        self._tests = 0  # subsets (or queries) tested so far
+        self._left = plan.epochs_budget  # what the epochs still have (rho, or epsilon)
+        self.epoch_budget = (plan.epsilon_test, plan.epsilon_measure, plan.rho_measure)  # the open epoch's
+        self.epoch_threshold = plan.threshold_count  # the open epoch's T (rows)
+        self._variances: list[float] = []  # each measured value's noise variance, for the fit's weights
+        self._budgets: list[tuple[float, float]] = []  # each measurement's (epsilon, rho)
         self.replay_passes = check_positive_int(replay_passes, "replay_passes")
         self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
         self._noise_total = 0.0  # E[sum of |noise|] over every measured value: where a fit stops
@@ -342,14 +396,37 @@ class PracticalPMW(StoredDistribution):
             note = f"PMW warm start {', '.join(subset)}"
             self._measure_marginal(subset, self.plan.epsilon_warm, self.plan.rho_warm, note)
             self._done.add(subset)  # in every fit from now on: its queries are answered without a test
-            self.log.append(_Measurement(0, "warm start", subset, "marginal", self._measured[-1][2].tolist()))
+            self.log.append(_Measurement(0, "warm start", subset, "marginal", self._measured[-1][2].tolist(),
+                                         self.plan.epsilon_warm, self.plan.rho_warm))
         self.fit_passes.append(self._fit(self._dist))
 
-    def _fit(self, dist) -> int:
-        """Fit ``dist`` to every measurement so far (MWEM's fit), to the noise level."""
+    def _fit(self, dist, stop_share: float = 1.0) -> int:
+        """Fit ``dist`` to every measurement so far (MWEM's fit), to ``stop_share`` of the noise level."""
         passes, _ = dist.fit(self._measured, self.plan.rows, self.replay_passes, workload=self._measured_queries,
-                             stop_residual=FIT_TOLERANCE * self._noise_total)
+                             stop_residual=FIT_TOLERANCE * self._noise_total * stop_share)
         return passes
+
+    def _fit_online(self) -> int:
+        """Fit D_t after an update until the new measurement, too, sits at its own noise level.
+        The fit's stop is the total residual of every measurement, which a newly measured
+        subset far from D can hide in: on adult's 21 pairs its online answers were then 2.4x
+        the release's error; fitting on until the newest is at its noise level took them to
+        the release's. At most four tightenings (each halves the total's stop)."""
+        passes, share = 0, 1.0
+        for _ in range(5):
+            passes += self._fit(self._dist, share)
+            if self._newest_residual() <= FIT_TOLERANCE * self._newest_noise:
+                break
+            share /= 2
+        return passes
+
+    def _newest_residual(self) -> float:
+        """|noisy - n D_t| summed over the newest measurement's values (rows)."""
+        kind, key, noisy = self._measured[-1][:3]
+        self._model_tables.clear()
+        if kind == "marginal":
+            return float(np.abs(noisy - self.plan.rows * self.model_table(key)).sum())
+        return abs(noisy - self.model_answer(self._measured_queries[key]))
 
     def _measure_marginal(self, subset: tuple[str, ...], epsilon: float, rho: float, note: str) -> None:
         truth = self._data_table(subset)
@@ -357,8 +434,65 @@ class PracticalPMW(StoredDistribution):
             noisy = discrete_gaussian(truth, rho, 1, self._rng, accountant=self.accountant, note=note)
         else:
             noisy = discrete_laplace(truth, epsilon, 1, self._rng, accountant=self.accountant, note=note)
-        self._measured.append(("marginal", subset, np.asarray(noisy, dtype=np.float64)))
-        self._noise_total += mean_abs_noise(epsilon, rho) * truth.size
+        self._add_measurement(("marginal", subset, np.asarray(noisy, dtype=np.float64)), epsilon, rho, truth.size)
+
+    def _add_measurement(self, measurement: tuple, epsilon: float, rho: float, values: int) -> None:
+        """Keep a measurement for every later fit, each weighted by its precision against the
+        least noisy (epochs differ in budget: ``_open_epoch``), as adaptive MWEM weighs its own."""
+        self._variances.append(noise_variance(epsilon, rho))
+        self._budgets.append((epsilon, rho))
+        self._newest_noise = mean_abs_noise(epsilon, rho) * values
+        least = min(self._variances)
+        self._measured = [m[:3] + (least / v,) for m, v in zip(self._measured + [measurement], self._variances)]
+        self._noise_total += mean_abs_noise(epsilon, rho) * values
+
+    def start_pass(self) -> None:
+        """A workload's pass begins: every declared subset not yet measured is ahead again
+        (``_epochs_ahead``)."""
+        self._seen.clear()
+
+    @property
+    def halted(self) -> bool:
+        """After L updates, or once the epochs' budget is spent (a declared workload's last
+        epochs may take all of it)."""
+        return self.updates >= self.plan.updates or self._left <= 1e-9 * self.plan.epochs_budget
+
+    def _epochs_ahead(self) -> int:
+        """Epochs the budget left must still pay for, the open one included. For a declared
+        workload: the declared subsets neither measured nor yet seen in this pass, times the
+        share of tested subsets that needed an update so far (1 before any test: each may take
+        one update); for an undeclared stream, the updates left of L. Public: the workload, its
+        order and every test's outcome are."""
+        left = self.plan.updates - self.updates
+        if self._declared:
+            unseen = sum(1 for s in self._declared if s not in self._done and s not in self._seen)
+            rate = (self.updates + 1) / (self._tests + 1)
+            left = min(left, math.ceil(unseen * min(rate, 1.0)) + 1)
+        return max(left, 1)
+
+    def _open_epoch(self) -> AboveThreshold:
+        """A fresh AboveThreshold whose epoch gets the budget left over the epochs ahead, split
+        as the plan splits (a privacy filter: each epoch's budget depends only on earlier
+        public outcomes, and their total never passes the plan's, so the composition holds
+        for these adaptively chosen budgets as for fixed ones). An epoch that ends without an
+        update (the test found nothing before the stream ended) leaves its measurement unspent;
+        one that was planned but never needed leaves all of it to the epochs after it."""
+        share = self._left / self._epochs_ahead()
+        for _ in range(60):  # the accountant composes with safety margins: shrink until it accepts
+            e_test, e_measure, rho = self.plan.epoch_split(share)
+            try:
+                self.accountant.check_all([Charge("above_threshold", e_test),
+                                           Charge("measure", None if rho else e_measure, 0.0, rho or None)])
+                break
+            except BudgetExceeded:
+                share *= 1 - 1e-6
+        else:  # pragma: no cover - the plan fitted every epoch at its own budget
+            e_test, e_measure, rho = self.plan.epsilon_test, self.plan.epsilon_measure, self.plan.rho_measure
+        self.epoch_budget = (e_test, e_measure, rho)
+        self.epoch_threshold = self.plan.epoch_threshold(e_test)
+        self._left -= e_test**2 / 2 if self.plan.rho_measure else e_test
+        return AboveThreshold(0.0, e_test, 1, self._rng, accountant=self.accountant,
+                              note=f"PMW epoch {self.updates + 1}")
 
     # -- answering -----------------------------------------------------------------------
     def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:
@@ -367,28 +501,78 @@ class PracticalPMW(StoredDistribution):
             query = parse_query(query, self.schema, index=max(query_id, 0))
         if self.halted:
             self.rounds[HALTED] += 1
-            return PMWAnswer(self.model_answer(query), HALTED, self.updates)
+            return self._answer(query, HALTED)
         subset = query.columns
         kind = self.plan.test_kind(_cells(self.schema, subset))
         key = subset if kind == "marginal" else _query_key(query)
         if key in self._done or key in self._tested_lazy:
+            self._seen.add(subset)
             self.rounds[LAZY] += 1
-            return PMWAnswer(self.model_answer(query), LAZY, self.updates)
+            return self._answer(query, LAZY, tested=key in self._tested_lazy)
         if not self._dist.fits(subset):  # an update would grow the factored D past its cap: no test
+            self._seen.add(subset)
             self.capped += 1
             self.rounds[LAZY] += 1
-            return PMWAnswer(self.model_answer(query), CAPPED, self.updates)
+            return self._answer(query, CAPPED)
         if self._epoch is None:
-            self._epoch = AboveThreshold(0.0, self.plan.epsilon_test, 1, self._rng, accountant=self.accountant,
-                                         note=f"PMW epoch {self.updates + 1}")
+            self._epoch = self._open_epoch()  # this subset, if declared and unseen, is among those ahead
+        self._seen.add(subset)
         error = self._test_value(query, kind)
-        if not self._epoch.test(error - self.plan.threshold_count):
+        self._tests += 1
+        if not self._epoch.test(error - self.epoch_threshold):
             self._tested_lazy.add(key)
             self.rounds[LAZY] += 1
-            return PMWAnswer(self.model_answer(query), LAZY, self.updates)
+            return self._answer(query, LAZY, tested=True)
         self._update(query, kind, key, error, query_id, label)
         self.rounds[UPDATE] += 1
-        return PMWAnswer(self.model_answer(query), UPDATE, self.updates)
+        return self._answer(query, UPDATE)
+
+    def _answer(self, query: Query, kind: str, *, tested: bool = False) -> PMWAnswer:
+        """D_t's answer to ``query`` with its error bound (``synth.engines.pmw_bounds``): from
+        the covering measurement with the least noise when there is one, else from this epoch's
+        "below" test (``tested``), else the range [0, n]."""
+        value = self.model_answer(query)
+        beta = self.plan.beta
+        cover = self._cover(query)
+        if cover is not None:
+            noisy, cells, epsilon, rho = cover
+            bound = abs(value - noisy) + noise_sum_bound(cells, beta, epsilon=epsilon, rho=rho)
+        elif tested:
+            bound = below_bound(self.epoch_threshold, self.epoch_budget[0], beta)
+        else:
+            bound = range_bound(value, self.plan.rows, beta, epsilon_count=self.plan.epsilon_count)
+        return PMWAnswer(value, kind, self.updates, bound)
+
+    def _cover(self, query: Query) -> tuple[float, int, float, float] | None:
+        """The measurement that covers ``query`` with the least noise on it (its own marginal,
+        a wider one, or the query itself), chosen from public facts only (which subsets were
+        measured, at what budget): the noisy count summed over the query's cells, how many
+        cells that sums, and the measurement's (epsilon, rho). None when nothing covers it."""
+        columns = set(query.columns)
+        best, best_variance = None, math.inf
+        for position, measurement in enumerate(self._measured):
+            kind, key = measurement[0], measurement[1]
+            if kind == "marginal" and columns <= set(key):
+                cells = math.prod(self.schema[c].size for c in key if c not in columns)
+                cells *= math.prod(len(allowed) for allowed in query.allowed) if query.columns else 1
+            elif kind == "query" and _query_key(self._measured_queries[key]) == _query_key(query):
+                cells = 1
+            else:
+                continue
+            if cells * self._variances[position] < best_variance:
+                best, best_variance = (position, cells), cells * self._variances[position]
+        if best is None:
+            return None
+        position, cells = best
+        kind, key, noisy = self._measured[position][:3]
+        if kind == "query":
+            total = float(noisy)
+        else:
+            other = tuple(i for i, c in enumerate(key) if c not in columns)
+            kept = [c for c in key if c in columns]
+            table = np.transpose(noisy.sum(axis=other), [kept.index(c) for c in query.columns])
+            total = query_value(table, query)
+        return total, cells, *self._budgets[position]
 
     def _test_value(self, query: Query, kind: str) -> float:
         """g in rows: the marginal's L1 error, or the query's absolute error."""
@@ -399,30 +583,31 @@ class PracticalPMW(StoredDistribution):
 
     def _update(self, query: Query, kind: str, key, error: float, query_id: int, label: str) -> None:
         note = f"PMW update {self.updates + 1}"
-        plan = self.plan
+        _, epsilon, rho = self.epoch_budget
         if kind == "marginal":
-            self._measure_marginal(query.columns, plan.epsilon_measure, plan.rho_measure, note)
+            self._measure_marginal(query.columns, epsilon, rho, note)
         else:
             truth = int(round(self._true_count(query)))
-            if plan.rho_measure:
-                noisy = discrete_gaussian(truth, plan.rho_measure, 1, self._rng, accountant=self.accountant, note=note)
+            if rho:
+                noisy = discrete_gaussian(truth, rho, 1, self._rng, accountant=self.accountant, note=note)
             else:
-                noisy = discrete_laplace(truth, plan.epsilon_measure, 1, self._rng, accountant=self.accountant,
-                                         note=note)
-            self._measured.append(("query", len(self._measured_queries), float(noisy)))
+                noisy = discrete_laplace(truth, epsilon, 1, self._rng, accountant=self.accountant, note=note)
             self._measured_queries.append(query)
-            self._noise_total += plan.mean_abs_noise()
+            self._add_measurement(("query", len(self._measured_queries) - 1, float(noisy)), epsilon, rho, 1)
+        self._left -= rho or epsilon
         self._done.add(key)
         self.updates += 1
-        self.log.append(_Measurement(self.updates, label, query.columns, kind, np.asarray(self._measured[-1][2]).tolist()))
+        self.log.append(_Measurement(self.updates, label, query.columns, kind, np.asarray(self._measured[-1][2]).tolist(),
+                                     epsilon, rho))
         self._epoch = None
         before = self._dist.normalized() if self.monitor is not None else None
-        self.fit_passes.append(self._fit(self._dist))
+        self.fit_passes.append(self._fit_online())
         self._model_tables.clear()
         self._tested_lazy.clear()
         if self.monitor is not None:
             self.monitor.record(before, self._dist.normalized(), query_id=query_id, query=label,
-                                columns=query.columns, tested_error=error)
+                                columns=query.columns, tested_error=error, test=kind, accountant=self.accountant,
+                                threshold=self.epoch_threshold / self.plan.rows)
 
 
     # -- the release ---------------------------------------------------------------------

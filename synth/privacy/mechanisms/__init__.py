@@ -12,6 +12,7 @@ from synth.privacy.mechanisms.discrete import (
     discrete_laplace_noise,
     laplace_ratio,
     mean_abs_noise,
+    noise_variance,
 )
 from synth.privacy.mechanisms.exponential import StreamingExponential, exponential
 from synth.privacy.mechanisms.partition import (
@@ -41,6 +42,7 @@ __all__ = [
     "gaussian_partition_threshold",
     "laplace_ratio",
     "mean_abs_noise",
+    "noise_variance",
     "partition_selection",
     "partition_threshold",
     "private_bounds",

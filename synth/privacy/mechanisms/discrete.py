@@ -128,6 +128,16 @@ def mean_abs_noise(epsilon: float = 0.0, rho: float = 0.0) -> float:
     return 2 * r / (1 - r * r)
 
 
+def noise_variance(epsilon: float = 0.0, rho: float = 0.0) -> float:
+    """Var Z of one noisy count: about 1 / (2 rho) for discrete Gaussian noise when ``rho`` is
+    given, else exactly 2r / (1 - r)^2 with r = e^-epsilon for discrete Laplace. How fits weigh
+    measurements of different budgets."""
+    if rho:
+        return 1 / (2 * rho)
+    r = math.exp(-epsilon)
+    return 2 * r / (1 - r) ** 2
+
+
 def _integer_counts(counts) -> np.ndarray:
     array = np.asarray(counts)
     if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
