@@ -456,7 +456,7 @@ variant_option = click.option(
 test_option = click.option(
     "--test", "test_kind", type=click.Choice(["auto", "marginal", "query"]), default="auto", show_default=True,
     help="pmw --variant practical: test (and measure) a query's whole marginal table, or the query alone; auto "
-         "takes the marginal up to 10,000 cells.",
+         "takes the marginal up to 2^20 (about a million) cells.",
 )
 
 
