@@ -242,10 +242,9 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
         if public_rows is None:
             raise click.UsageError("--plan needs a public row count: pass --rows N or put rows in the schema")
         if variant == "practical":
-            from synth.engines.pmw_practical import plan_practical
+            from synth.engines.pmw import PMWEngine
 
-            plan = plan_practical(epsilon, delta, public_rows, selected.universe_size,
-                                  c.updates or len(queries.subsets), beta=c.beta, alpha=c.alpha, test=c.test)
+            plan = PMWEngine(config, selected, queries).practical_plan(budget, public_rows, queries.subsets)
         else:
             plan = plan_pmw(epsilon, delta, public_rows, selected.universe_size, len(queries) * c.passes, c.beta,
                             updates=c.updates, alpha=c.alpha)

@@ -190,6 +190,9 @@ def test_default_updates_are_one_per_declared_subset():
     assert default_updates(THREE_WAY.subsets) == 20  # the warm start's pairs are not declared subsets
     assert default_updates(TWO_WAY.subsets) == 3
     assert default_updates([("a", "b", "c"), ("a", "b", "c")]) == 1
+    many = list(itertools.combinations([f"c{i}" for i in range(16)], 3))  # 560 triples of 16 columns
+    assert default_updates(many, zcdp=True) == 64 and default_updates(many) == 32  # MWEM's rounds: past them
+    # each measurement's noise outgrows what it adds
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-6])

@@ -47,6 +47,7 @@ charge goes through the accountant. n is public (``rows``) or a noisy count boug
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -707,7 +708,8 @@ def _fitting_in_order(dist, candidates: list, subset_of, schema: Schema | None =
     return [key for key in candidates if key in set(smallest)]  # measured in workload order
 
 
-def default_rounds(workload: Workload, candidates: int, measure: str = "marginal", zcdp: bool = False) -> int:
+def default_rounds(workload: Workload | Sequence[Sequence[str]], candidates: int, measure: str = "marginal",
+                   zcdp: bool = False) -> int:
     """Rounds when none are given: every candidate when there are at most ``DEFAULT_ROUNDS``;
     otherwise a few per column the workload touches, capped. Under pure epsilon two per column
     (a one-way marginal and about one pair each, as a tree of pairs needs), at most
@@ -719,7 +721,8 @@ def default_rounds(workload: Workload, candidates: int, measure: str = "marginal
     whose fit took 6x as long). Single queries (``measure="query"``): 50."""
     if candidates <= DEFAULT_ROUNDS or measure != "marginal":
         return min(candidates, DEFAULT_ROUNDS)
-    columns = {c for s in workload.subsets for c in s}
+    subsets = workload.subsets if isinstance(workload, Workload) else workload
+    columns = {c for s in subsets for c in s}
     per_column, cap = (ZCDP_ROUNDS_PER_COLUMN, ZCDP_MAX_ROUNDS) if zcdp else (2, DEFAULT_ROUNDS)
     return max(1, min(cap, per_column * len(columns)))
 

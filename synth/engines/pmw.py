@@ -266,6 +266,19 @@ class PMWEngine:
             return None  # the run itself will say why the plan fails
         return pmw_estimate(schema.universe_size, plan.updates, c.passes)
 
+    def practical_plan(self, budget: Budget, rows: float, subsets: Sequence[Sequence[str]] = (), *,
+                       rows_public: bool = True, epsilon_count: float = 0.0) -> PracticalPlan:
+        """The practical variant's plan for n = ``rows`` and the declared ``subsets`` (the warm
+        start's pairs, L from ``default_updates``, or, with none declared, one epoch per pair of
+        columns): what ``open`` runs and ``synth answer --plan`` prints. Public."""
+        c, schema = self.config, self.schema
+        updates = c.updates or (default_updates(subsets, zcdp=budget.delta > 0) if subsets
+                                else max(len(schema), math.comb(len(schema), 2)))
+        return plan_practical(budget.epsilon, budget.delta, rows, schema.universe_size, updates, beta=c.beta,
+                              rows_public=rows_public, epsilon_count=epsilon_count, alpha=c.alpha, test=c.test,
+                              test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
+                              warm_subsets=warm_start_subsets(subsets) if c.warm else ())
+
     def open(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None, *,
              subsets: Sequence[Sequence[str]] = (), queries: int | None = None) -> OpenPMW:
         """Plan PMW and start it, before any query is read.
@@ -289,13 +302,7 @@ class PMWEngine:
             notes.append(count.describe())
         n, count_epsilon = count.rows, count.epsilon
         if c.variant == "practical":
-            warm_subsets = warm_start_subsets(subsets) if c.warm else ()
-            updates = c.updates or (default_updates(subsets) if subsets
-                                    else max(len(schema), math.comb(len(schema), 2)))
-            plan = plan_practical(epsilon, delta, n, schema.universe_size, updates, beta=c.beta,
-                                  rows_public=count.public, epsilon_count=count_epsilon, alpha=c.alpha, test=c.test,
-                                  test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
-                                  warm_subsets=warm_subsets)
+            plan = self.practical_plan(budget, n, subsets, rows_public=count.public, epsilon_count=count_epsilon)
             watcher = (PracticalMonitor(data_marginal(counts, schema, None), plan.threshold, plan.updates)
                        if c.monitor else None)
             pmw = PracticalPMW(counts, schema, plan, generator, accountant=accountant, prior=self.prior,
