@@ -254,3 +254,38 @@ def test_a_plan_without_warm_start_never_rounds_past_its_budget(epsilon, updates
         accountant.spend(plan.epsilon_test)
         accountant.spend(plan.epsilon_measure)
     assert accountant.spent().epsilon <= epsilon
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-9])
+def test_an_offline_workload_spends_its_budget_and_epochs_take_what_is_left(delta):
+    """The warm start informs most triples, so most tests are lazy: with fixed shares the
+    unused epochs' budget was left unspent; now later epochs take it, and the total stays within
+    the budget."""
+    codes = six_codes(5000, 4)
+    run = run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=2)
+    assert run.pmw.updates < run.plan.updates  # some epochs were never needed
+    spent = run.accountant.spent()
+    assert spent.epsilon <= 1.0 and spent.delta <= delta
+    plan, fixed = run.plan, Accountant(1.0, delta)  # what the plan's equal epochs would have spent
+    for _ in plan.warm_subsets:
+        fixed.spend(rho=plan.rho_warm) if plan.rho_warm else fixed.spend(plan.epsilon_warm)
+    for _ in range(run.pmw.updates):
+        fixed.spend(plan.epsilon_test)
+        fixed.spend(rho=plan.rho_measure) if plan.rho_measure else fixed.spend(plan.epsilon_measure)
+    fixed.spend(plan.epsilon_test)
+    assert spent.epsilon >= 0.8 and spent.epsilon > fixed.spent().epsilon + 0.1
+    budgets = [m.rho or m.epsilon for m in run.pmw.log if m.update]  # each update's own measurement
+    first = plan.rho_measure or plan.epsilon_measure
+    assert budgets[0] == pytest.approx(first, rel=1e-3) or budgets[0] > first
+    assert budgets[-1] > 1.5 * first  # the budget of epochs that found nothing went to later ones
+
+def test_an_undeclared_stream_keeps_the_plans_equal_epochs():
+    """With no declared workload nothing is known ahead: every epoch gets the plan's budget."""
+    from synth.engines.pmw import open_pmw
+
+    codes = six_codes(5000, 5)
+    opened = open_pmw(codes, SIX, 1.0, rows=5000, rng=3, updates=6)
+    for query in THREE_WAY:
+        opened.pmw.answer(query)
+    budgets = [m.epsilon for m in opened.pmw.log if m.update]
+    assert budgets and all(b == pytest.approx(opened.plan.epsilon_measure, rel=1e-9) for b in budgets)

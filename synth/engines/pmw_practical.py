@@ -472,8 +472,9 @@ class PracticalPMW(StoredDistribution):
         """Epochs the budget left must still pay for, the open one included. For a declared
         workload: the declared subsets neither measured nor yet seen in this pass, times the
         share of tested subsets that needed an update so far (1 before any test: each may take
-        one update); for an undeclared stream, the updates left of L. Public: the workload, its
-        order and every test's outcome are."""
+        one update), plus one spare so the last subsets are not left without budget; for an
+        undeclared stream, the updates left of L. Public: the workload, its order and every
+        test's outcome are."""
         left = self.plan.updates - self.updates
         if self._declared:
             unseen = sum(1 for s in self._declared if s not in self._done and s not in self._seen)
@@ -481,7 +482,7 @@ class PracticalPMW(StoredDistribution):
             left = min(left, math.ceil(unseen * min(rate, 1.0)) + 1)
         return max(left, 1)
 
-    def _open_epoch(self) -> AboveThreshold:
+    def _open_epoch(self) -> AboveThreshold | None:
         """A fresh AboveThreshold whose epoch gets the budget left over the epochs ahead, split
         as the plan splits (a privacy filter: each epoch's budget depends only on earlier
         public outcomes, and their total never passes the plan's, so the composition holds
@@ -497,8 +498,9 @@ class PracticalPMW(StoredDistribution):
                 break
             except BudgetExceeded:
                 share *= 1 - 1e-6
-        else:  # pragma: no cover - the plan fitted every epoch at its own budget
-            e_test, e_measure, rho = self.plan.epsilon_test, self.plan.epsilon_measure, self.plan.rho_measure
+        else:  # what is left is below what the accountant's margins let through: PMW halts
+            self._left = 0.0
+            return None
         self.epoch_budget = (e_test, e_measure, rho)
         self.epoch_threshold = self.plan.epoch_threshold(e_test)
         self._left -= e_test**2 / 2 if self.plan.rho_measure else e_test
@@ -527,6 +529,9 @@ class PracticalPMW(StoredDistribution):
             return self._answer(query, CAPPED)
         if self._epoch is None:
             self._epoch = self._open_epoch()  # this subset, if declared and unseen, is among those ahead
+            if self._epoch is None:
+                self.rounds[HALTED] += 1
+                return self._answer(query, HALTED)
         self._seen.add(subset)
         error = self._test_value(query, kind)
         self._tests += 1
