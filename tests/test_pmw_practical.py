@@ -93,9 +93,9 @@ def test_seeded_runs_repeat_and_unseeded_differ():
 def test_query_mode_measures_single_queries():
     codes = correlated_codes(20_000, 5)
     run = run_pmw(codes, SCHEMA, WORKLOAD, 2.0, rows=20_000, rng=6, variant="practical", test="query", updates=20)
-    kinds = {m.kind for m in run.pmw.log}
-    assert kinds == {"query"} and run.pmw.updates >= 1
-    assert all(np.ndim(m.noisy) == 0 for m in run.pmw.log)
+    updates = [m for m in run.pmw.log if m.update]  # (the warm start measures one-way marginals)
+    assert {m.kind for m in updates} == {"query"} and run.pmw.updates >= 1
+    assert all(np.ndim(m.noisy) == 0 for m in updates)
 
 
 def test_with_delta_measurements_are_gaussian_and_compose_in_zcdp():
@@ -132,7 +132,7 @@ def test_the_fit_is_mwems_own(monkeypatch, representation):
 
 def test_monitor_reports_the_potential_and_the_pythagorean_bound():
     codes = correlated_codes(20_000, 9)
-    run = run_pmw(codes, SCHEMA, WORKLOAD, 3.0, rows=20_000, rng=10, variant="practical", monitor=True)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 3.0, rows=20_000, rng=10, variant="practical", monitor=True, warm=False)
     rows = run.monitor.rows
     assert rows and rows[0].phi_before == pytest.approx(
         run.monitor._phi.potential(np.full(SCHEMA.universe_size, 1 / SCHEMA.universe_size), 1.0))
@@ -289,3 +289,24 @@ def test_an_undeclared_stream_keeps_the_plans_equal_epochs():
         opened.pmw.answer(query)
     budgets = [m.epsilon for m in opened.pmw.log if m.update]
     assert budgets and all(b == pytest.approx(opened.plan.epsilon_measure, rel=1e-9) for b in budgets)
+
+
+def test_one_way_warm_start_where_no_pair_is_shared():
+    """A 2-way workload (no shared pairs) warm-starts on its columns' one-ways, each at a budget
+    that grows with its cells (cells^(2/3) under zCDP, against an update's at the mean subset's
+    cells) and never above an update's; a 3-way workload's shared pairs hold their one-ways."""
+    codes = six_codes(5000, 6)
+    pairs = Workload.marginals(SIX, 2)
+    run = run_pmw(codes, SIX, pairs, 1.0, 1e-9, rows=5000, rng=1, updates=40)
+    plan = run.plan
+    assert plan.warm_subsets == tuple((c,) for c in "abcdef") and plan.composition == "zCDP"
+    mean = np.mean([math.prod(SIX[c].size for c in s) for s in pairs.subsets])
+    for index, (column,) in enumerate(plan.warm_subsets):
+        _, rho = plan.warm_budget(index)
+        assert rho == pytest.approx(plan.rho_warm * min(1.0, (SIX[column].size / mean) ** (2 / 3)))
+        assert rho <= plan.rho_measure
+    assert [tuple(m.columns) for m in run.pmw.log if m.update == 0] == list(plan.warm_subsets)
+    triples = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=1)
+    assert all(len(s) == 2 for s in triples.plan.warm_subsets)  # every column is in a shared pair
+    cold = run_pmw(codes, SIX, pairs, 1.0, rows=5000, rng=1, warm=False)
+    assert cold.plan.warm_subsets == ()

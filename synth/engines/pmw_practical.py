@@ -64,7 +64,7 @@ from synth.privacy.validation import check_positive_int, check_probability, chec
 
 __all__ = ["DEFAULT_MAX_TEST_CELLS", "DEFAULT_REPLAY_PASSES", "DEFAULT_TEST_SHARE", "TESTS",
            "PracticalPMW", "PracticalPlan", "default_updates", "plan_practical",
-           "warm_start_subsets"]
+           "warm_start_ones", "warm_start_subsets"]
 
 TESTS = ("auto", "marginal", "query")
 #: Share of each epoch's budget for the test (the rest measures). On adult (7 columns, 3-way
@@ -107,6 +107,7 @@ class PracticalPlan:
     warm_share: float = 0.0
     epsilon_warm: float = 0.0  # per warm-start marginal, discrete Laplace (0 under zCDP)
     rho_warm: float = 0.0  # per warm-start marginal, discrete Gaussian (0 when pure)
+    warm_scales: tuple[float, ...] = ()  # each warm marginal's budget / epsilon_warm or rho_warm (1 if absent)
     variant: str = "practical"
 
     @property
@@ -138,8 +139,13 @@ class PracticalPlan:
         return mean_abs_noise(self.epsilon_measure, self.rho_measure)
 
     def mean_abs_warm_noise(self) -> float:
-        """E|noise| of one value measured by the warm start (rows)."""
+        """E|noise| of one value measured by the warm start at its full budget (rows)."""
         return mean_abs_noise(self.epsilon_warm, self.rho_warm)
+
+    def warm_budget(self, index: int) -> tuple[float, float]:
+        """(epsilon, rho) of the ``index``-th warm-start marginal."""
+        scale = self.warm_scales[index] if self.warm_scales else 1.0
+        return self.epsilon_warm * scale, self.rho_warm * scale
 
     @property
     def epochs_budget(self) -> float:
@@ -189,7 +195,8 @@ class PracticalPlan:
             warm = (f"rho={self.rho_warm:.6g} (discrete Gaussian)" if self.rho_warm
                     else f"eps={self.epsilon_warm:.6g} (discrete Laplace)")
             lines.insert(5, f"  warm start            {len(self.warm_subsets)} marginals of "
-                            f"{_ways(self.warm_subsets)} columns, {self.warm_share:g} of the budget, {warm} each")
+                            f"{_ways(self.warm_subsets)} columns, {self.warm_share:.3g} of the budget, {warm} at "
+                            "most each (smaller marginals less)")
         if self.epsilon_count:
             lines.append(f"  noisy row count       eps_count={self.epsilon_count:g}")
         return "\n".join(lines)
@@ -225,6 +232,18 @@ def warm_start_subsets(subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...
     return pairs if len(pairs) < len(wide) else ()
 
 
+def warm_start_ones(subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+    """The one-way marginals the warm start also measures: every column the declared subsets
+    of 2 or more columns touch (in their order), chosen from the public workload only; the
+    engine measures them when no pair is shared (``warm_start_subsets``: on adult's 35 triples,
+    one-ways beside the shared pairs made the online answers worse). Each
+    costs little at its budget (``_warm_scales``: a few cells need little), and every early
+    answer then comes from a model that knows the columns' shares: on a 5-column trip-like
+    table's 10 triples the online answers went from 0.083 to 0.070 mean L1, on a payroll-like
+    table's 10 pairs from 0.058 to 0.048, with releases as good or better."""
+    return tuple((column,) for column in dict.fromkeys(c for subset in subsets if len(subset) >= 2 for c in subset))
+
+
 def default_updates(subsets: Sequence[Sequence[str]], zcdp: bool = False) -> int:
     """L when not given, for a declared workload: one update per declared subset (each is
     measured at most once), and no more than MWEM would measure of them
@@ -253,6 +272,7 @@ def plan_practical(
     test: str = "auto",
     max_test_cells: int = DEFAULT_MAX_TEST_CELLS,
     warm_subsets: Sequence[Sequence[str]] = (),
+    warm_sizes: Sequence[float] = (),
     composition: str = "auto",
 ) -> PracticalPlan:
     """Split the budget (pure epsilon, or zCDP when ``delta`` > 0 and its measurements are the
@@ -262,7 +282,8 @@ def plan_practical(
     budget (so the fit weighs them alike), each epoch's test ``test_share`` of its epoch."""
     if composition == "auto" and delta > 0:
         options = dict(beta=beta, rows_public=rows_public, epsilon_count=epsilon_count, test_share=test_share,
-                       alpha=alpha, test=test, max_test_cells=max_test_cells, warm_subsets=warm_subsets)
+                       alpha=alpha, test=test, max_test_cells=max_test_cells, warm_subsets=warm_subsets,
+                       warm_sizes=warm_sizes)
         zcdp = plan_practical(epsilon, delta, rows, universe_size, updates, composition="zCDP", **options)
         pure = plan_practical(epsilon, delta, rows, universe_size, updates, composition="basic", **options)
         # few measurements (10 triples, say): pure epsilon's Laplace adds less noise than zCDP's Gaussian
@@ -280,21 +301,25 @@ def plan_practical(
     max_test_cells = check_positive_int(max_test_cells, "max_test_cells")
     warm_subsets = tuple(tuple(subset) for subset in warm_subsets)
     warms = len(warm_subsets)
-    # every measurement (warm start or update) gets the same budget m, each epoch's test
-    # test_share / (1 - test_share) of it: count + warms m + updates m / (1 - test_share) = budget
-    units = warms + updates / (1 - test_share)
-    available = subtract_epsilon(epsilon, epsilon_count)
     if composition not in ("auto", "zCDP", "basic"):
         raise ValueError(f"composition ({composition!r}) must be auto, zCDP or basic")
+    zcdp = delta > 0 and composition != "basic"
+    scales = _warm_scales(warm_sizes, warms, zcdp)
+    # every update's measurement gets the same budget m, each epoch's test test_share /
+    # (1 - test_share) of it, a warm marginal m times its scale:
+    # count + sum(scales) m + updates m / (1 - test_share) = budget
+    units = sum(scales) + updates / (1 - test_share)
+    available = subtract_epsilon(epsilon, epsilon_count)
     e_warm = rho_warm = 0.0
-    if delta > 0 and composition != "basic":
+    if zcdp:
         rho = zcdp_rho_limit(epsilon, delta) - epsilon_count**2 / 2
         if not rho > 0:
             raise PracticalPlanError(f"epsilon={epsilon:g} leaves no budget after the row count")
         rho_measure = rho / units
         e_test, e_measure, composition = math.sqrt(2 * rho_measure * test_share / (1 - test_share)), 0.0, "zCDP"
         for _ in range(200):  # the accountant composes with its own safety margins: shrink until it accepts
-            if _accepted(epsilon, delta, epsilon_count, warms, 0.0, rho_measure, updates, e_test, 0.0, rho_measure):
+            if _accepted(epsilon, delta, epsilon_count, [(0.0, rho_measure * f) for f in scales], updates, e_test, 0.0,
+                         rho_measure):
                 break
             e_test, rho_measure = e_test * (1 - 1e-4), rho_measure * (1 - 2e-4)
         else:
@@ -309,24 +334,39 @@ def plan_practical(
             rest = available - per_epoch * updates
             while Fraction(rest) + Fraction(per_epoch) * updates > Fraction(available):
                 rest = math.nextafter(rest, 0.0)
-            e_warm = min(split_epsilon(rest, warms), e_measure)
-    warm_share = (warms / units) if warms else 0.0
-    warm_budget = (e_warm or rho_warm) if warms else 1.0  # a warm start with no budget is refused too
+            e_warm = min(rest / sum(scales), e_measure)
+            while sum(Fraction(e_warm * f) for f in scales) > Fraction(rest):
+                e_warm = math.nextafter(e_warm, 0.0)
+    warm_share = (sum(scales) / units) if warms else 0.0
+    warm_budget = (e_warm or rho_warm) * min(scales) if warms else 1.0  # a warm start with no budget is refused too
     if min(e_test, e_measure or rho_measure, warm_budget) < 2.0**-40:
         raise PracticalPlanError(f"epsilon={epsilon:g} over L={updates:,} epochs leaves {e_test:.3g} per test, below "
                                  "what exact discrete noise resolves (2^-40): ask for fewer updates (--updates)")
     return PracticalPlan(epsilon, delta, beta, float(rows), rows_public, int(universe_size), updates, test_share,
                          epsilon_count, e_test, e_measure, rho_measure, composition, alpha, test, max_test_cells,
-                         warm_subsets, warm_share, e_warm, rho_warm)
+                         warm_subsets, warm_share, e_warm, rho_warm,
+                         tuple(scales) if any(f != 1.0 for f in scales) else ())
 
 
-def _accepted(epsilon, delta, epsilon_count, warms, e_warm, rho_warm, updates, e_test, e_measure,
-              rho_measure) -> bool:
+def _warm_scales(sizes: Sequence[float], warms: int, zcdp: bool) -> list[float]:
+    """Each warm marginal's budget against an update's, from its cells relative to the mean
+    declared subset's (``sizes``; all 1 when not given): the L1 error of a marginal is its cells
+    times its noise, so the budget that minimises the summed L1 error grows as cells^(2/3)
+    under zCDP (rho) and cells^(1/2) under pure epsilon; a small marginal needs little. At
+    most 1. On a 5-column trip-like table's 10 triples, one-way marginals at these budgets took
+    the online answers from 0.083 to 0.070 and the release from 0.054 to 0.053."""
+    if not sizes:
+        return [1.0] * warms
+    power = 2 / 3 if zcdp else 1 / 2
+    return [min(1.0, float(size) ** power) for size in sizes]
+
+
+def _accepted(epsilon, delta, epsilon_count, warm_budgets, updates, e_test, e_measure, rho_measure) -> bool:
     accountant = Accountant(epsilon, delta)
     try:
         if epsilon_count:
             accountant.spend(epsilon_count)
-        for _ in range(warms):
+        for e_warm, rho_warm in warm_budgets:
             if rho_warm:
                 accountant.spend(rho=rho_warm)
             else:
