@@ -440,12 +440,12 @@ class PracticalPMW(StoredDistribution):
     def _warm_start(self) -> None:
         """Measure the plan's warm-start marginals (chosen from the public workload, never from
         the data) and fit D_0 to them, before the first query."""
-        for subset in self.plan.warm_subsets:
-            note = f"PMW warm start {', '.join(subset)}"
-            self._measure_marginal(subset, self.plan.epsilon_warm, self.plan.rho_warm, note)
+        for index, subset in enumerate(self.plan.warm_subsets):
+            epsilon, rho = self.plan.warm_budget(index)
+            self._measure_marginal(subset, epsilon, rho, f"PMW warm start {', '.join(subset)}")
             self._done.add(subset)  # in every fit from now on: its queries are answered without a test
             self.log.append(_Measurement(0, "warm start", subset, "marginal", self._measured[-1][2].tolist(),
-                                         self.plan.epsilon_warm, self.plan.rho_warm))
+                                         epsilon, rho))
         self.fit_passes.append(self._fit(self._dist))
 
     def _fit(self, dist, stop_share: float = 1.0) -> int:
