@@ -310,3 +310,13 @@ def test_one_way_warm_start_where_no_pair_is_shared():
     assert all(len(s) == 2 for s in triples.plan.warm_subsets)  # every column is in a shared pair
     cold = run_pmw(codes, SIX, pairs, 1.0, rows=5000, rng=1, warm=False)
     assert cold.plan.warm_subsets == ()
+
+
+def test_a_factored_model_updates_and_answers_with_bounds():
+    """The same loop over a factored D (the representation wide tables get): updates refit it,
+    answers carry finite bounds and the release is a factored model."""
+    codes = six_codes(3000, 8)
+    run = run_pmw(codes, SIX, Workload.marginals(SIX, 2), 1.0, rows=3000, rng=0, representation="factored")
+    assert run.pmw.representation == "factored" and run.pmw.updates >= 1
+    assert np.all(np.isfinite(run.bounds)) and run.pmw.release().representation == "factored"
+    assert np.isclose(run.final.sum() / len(Workload.marginals(SIX, 2).subsets), 3000, rtol=1e-6)

@@ -450,11 +450,8 @@ class PracticalPMW(StoredDistribution):
 
     def _fit(self, dist, stop_share: float = 1.0) -> int:
         """Fit ``dist`` to every measurement so far (MWEM's fit), to ``stop_share`` of the noise level."""
-        from synth.models.fit import CONVERGED  # (imported here: this method's edit stays in it)
-
-        options = {"converged": CONVERGED} if dist.representation == "factored" else {}
         passes, _ = dist.fit(self._measured, self.plan.rows, self.replay_passes, workload=self._measured_queries,
-                             stop_residual=FIT_TOLERANCE * self._noise_total * stop_share, **options)
+                             stop_residual=FIT_TOLERANCE * self._noise_total * stop_share)
         return passes
 
     def _fit_online(self) -> int:
