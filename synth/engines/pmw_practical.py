@@ -424,6 +424,7 @@ class PracticalPMW(StoredDistribution):
         self.epoch_threshold = plan.threshold_count  # the open epoch's T (rows)
         self._variances: list[float] = []  # each measured value's noise variance, for the fit's weights
         self._budgets: list[tuple[float, float]] = []  # each measurement's (epsilon, rho)
+        self._projections: dict = {}  # (measurement, columns) -> its noisy table on those columns
         self.replay_passes = check_positive_int(replay_passes, "replay_passes")
         self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
         self._noise_total = 0.0  # E[sum of |noise|] over every measured value: where a fit stops
@@ -621,9 +622,12 @@ class PracticalPMW(StoredDistribution):
         if kind == "query":
             total = float(noisy)
         else:
-            other = tuple(i for i, c in enumerate(key) if c not in columns)
-            kept = [c for c in key if c in columns]
-            table = np.transpose(noisy.sum(axis=other), [kept.index(c) for c in query.columns])
+            table = self._projections.get((position, query.columns))
+            if table is None:  # the noisy table summed onto the query's columns, kept for the next query on them
+                other = tuple(i for i, c in enumerate(key) if c not in columns)
+                kept = [c for c in key if c in columns]
+                table = np.transpose(noisy.sum(axis=other), [kept.index(c) for c in query.columns])
+                self._projections[(position, query.columns)] = table
             total = query_value(table, query)
         return total, cells, *self._budgets[position]
 
