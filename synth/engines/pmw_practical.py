@@ -54,7 +54,7 @@ from synth.engines.mwem import default_rounds
 from synth.engines.pmw_plan import MAX_UPDATES
 from synth.errors import SynthError
 from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
-from synth.models.fit import FIT_TOLERANCE
+from synth.models.fit import ALONE_TOLERANCE, CONVERGED, FIT_TOLERANCE, ONLINE_PASSES
 from synth.models.model import Model
 from synth.privacy.accounting import Accountant, BudgetExceeded, Charge, split_epsilon, subtract_epsilon
 from synth.privacy.composition import zcdp_rho_limit
@@ -428,6 +428,8 @@ class PracticalPMW(StoredDistribution):
         self.replay_passes = check_positive_int(replay_passes, "replay_passes")
         self._measured: list[tuple] = []  # ("marginal", subset, table) or ("query", index, count), for mw_fit
         self._noise_total = 0.0  # E[sum of |noise|] over every measured value: where a fit stops
+        self._newest_noise = 0.0  # E[sum of |noise|] over the newest measurement's values
+        self._converged_at = -1  # measurements count at which an online joint fit last stopped by convergence
         self._measured_queries: list[Query] = []  # what ("query", i, ...) refers to
         self._done: set = set()  # measured subsets, and measured queries' keys
         self._tested_lazy: set = set()  # subsets tested lazy since D last moved
@@ -450,9 +452,32 @@ class PracticalPMW(StoredDistribution):
         self.fit_passes.append(self._fit(self._dist))
 
     def _fit(self, dist, stop_share: float = 1.0) -> int:
-        """Fit ``dist`` to every measurement so far (MWEM's fit), to ``stop_share`` of the noise level."""
-        passes, _ = dist.fit(self._measured, self.plan.rows, self.replay_passes, workload=self._measured_queries,
-                             stop_residual=FIT_TOLERANCE * self._noise_total * stop_share)
+        """Fit ``dist`` to every measurement so far (MWEM's fit), to ``stop_share`` of the noise level.
+
+        A factored D_t refit online (after an update) takes a few calibrations of its junction
+        tree (each 40-60 ms at 10^7 cells), not up to ``replay_passes``: the newest measurement
+        is fit alone on its own marginal (``FactoredModel.fit_one``, no calibration per pass),
+        then every measurement jointly for at most ``ONLINE_PASSES`` passes from the last fit's
+        step, stopping once a pass gains less than ``CONVERGED`` of the loss (as the dense fit
+        does), then the newest alone again, so that it ends at its own noise level
+        (``ALONE_TOLERANCE``). A joint fit that stopped by convergence is not run again for the
+        same measurements (a tighter stop would end it after a pass or two). The release
+        refits everything from the start."""
+        stop = FIT_TOLERANCE * self._noise_total * stop_share
+        if dist is not self._dist or dist.representation != "factored" or not self.updates:
+            passes, _ = dist.fit(self._measured, self.plan.rows, self.replay_passes, workload=self._measured_queries,
+                                 stop_residual=stop)
+            return passes
+        newest, n, queries = self._measured[-1], self.plan.rows, self._measured_queries
+        alone = {"workload": queries, "stop_residual": ALONE_TOLERANCE * self._newest_noise, "converged": CONVERGED}
+        dist.fit_one(newest, n, self.replay_passes, **alone)
+        passes = 0
+        if self._converged_at != len(self._measured):  # else: a refit asked again, converged
+            passes, residual = dist.fit(self._measured, n, ONLINE_PASSES, workload=queries, stop_residual=stop,
+                                        converged=CONVERGED, step=dist.last_step)
+            if passes < ONLINE_PASSES and residual > stop:  # stopped by convergence: a tighter stop changes nothing
+                self._converged_at = len(self._measured)
+        dist.fit_one(newest, n, self.replay_passes, **alone)
         return passes
 
     def _fit_online(self) -> int:
