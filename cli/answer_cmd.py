@@ -65,8 +65,9 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--count-epsilon", type=CheckedFloat("check_epsilon", "count-epsilon"),
               help="Epsilon for the noisy row count when n is not public (default 5% of --epsilon).")
 @click.option("--updates", type=click.IntRange(1),
-              help="PMW's update bound L (practical default: the workload's column subsets "
-                   "that its warm start does not inform, at least a third of them; theory: planned).")
+              help="PMW's update bound L (practical default: one update per column subset of the workload, at "
+                   "most MWEM's round count; when that covers every subset, all are measured before the first "
+                   "answer and no update is planned; theory: planned).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
@@ -294,7 +295,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
     else:
         note(f"threshold T={plan.threshold_count:,.0f} rows; final_answer comes from the release (every measurement "
              "refit from the start), answer from the estimate when the query came")
-    if run.pmw.updates == 0:
+    if run.pmw.updates == 0 and not plan.warm_subsets:
         warn("PMW made no update: every answer is the starting distribution's"
              + (" (see the plan's NOTE; --plan shows it without reading the data)" if variant == "theory" else ""))
     if run.pmw.rounds[HALTED]:
@@ -350,6 +351,9 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
     for line in opened.notes:
         note(line)
     declared = f" for the workload's {len(workload.subsets):,} column subsets" if workload is not None else ""
+    if workload is not None and variant == "practical" and not plan.updates:
+        declared += (", each measured before the first query (a query on another subset is answered from the "
+                     "model, round halted)")
     note(f"PMW ({variant}) ready{declared}: L={plan.updates:,} updates, epsilon={epsilon:g}, delta={delta:g} "
          f"(spent so far: epsilon={accountant.spent().epsilon:.6g}); reading one JSON query per line from stdin, "
          "answers on stdout")

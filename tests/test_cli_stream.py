@@ -197,8 +197,13 @@ def test_a_workload_only_declares_subsets(files):
     result = stream(files, "", "--rows", "4000", "--workload", files / "w.json")
     assert result.exit_code == 0, result.output
     assert result.stdout == ""  # its queries are not answered
-    assert "ready for the workload's 3 column subsets: L=3 updates" in result.stderr
+    # few enough subsets that L would measure each: all measured up front, no epochs
+    assert "ready for the workload's 3 column subsets, each measured before the first query" in result.stderr
+    assert "L=0 updates" in result.stderr
     assert "stream ended (end of input): 0 answers, 0 error lines" in result.stderr
+    tested = stream(files, "", "--rows", "4000", "--workload", files / "w.json", "--updates", "2")
+    assert tested.exit_code == 0, tested.output
+    assert "ready for the workload's 3 column subsets: L=2 updates" in tested.stderr
 
 
 def test_queries_ends_the_stream_and_the_theory_variant_needs_it(files):

@@ -389,7 +389,8 @@ def test_monitor_adds_the_kl_plots(files, tmp_path):
     schema = Schema.load(files / "s.json")
     workload = Workload.load(files / "w.json", schema)
     codes = correlated_codes(6000, 1)
-    pmw = run_pmw(codes, schema, workload, 30.0, alpha=0.15, passes=2, rows=6000, rng=3, monitor=True)
+    pmw = run_pmw(codes, schema, workload, 30.0, alpha=0.15, passes=2, rows=6000, rng=3, monitor=True,
+                  updates=len(workload.subsets))  # L given: a workload this small is otherwise measured up front
     with open(tmp_path / "kl.csv", "w", newline="") as handle:
         pmw.monitor.write_csv(handle)
     pmw.pmw.to_model().save(tmp_path / "pmw.npz")
@@ -677,7 +678,8 @@ def test_the_monitor_file_keeps_the_runs_l(tmp_path, epsilon, alpha, rng, update
 def test_an_old_monitor_file_without_its_plan_line(tmp_path, files):
     schema = Schema.load(files / "s.json")
     workload = Workload.load(files / "w.json", schema)
-    pmw = run_pmw(correlated_codes(6000, 1), schema, workload, 30.0, alpha=0.15, rows=6000, rng=3, monitor=True)
+    pmw = run_pmw(correlated_codes(6000, 1), schema, workload, 30.0, alpha=0.15, rows=6000, rng=3, monitor=True,
+                  updates=len(workload.subsets))
     lines = write_monitor(pmw, tmp_path / "kl.csv").read_text().splitlines(keepends=True)
     assert lines[1].startswith("# plan: updates_allowed=")
     (tmp_path / "rows.csv").write_text(lines[0] + "".join(lines[2:]))  # L from its rows

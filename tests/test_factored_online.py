@@ -180,7 +180,8 @@ def test_pmw_refits_a_factored_model_online_in_a_few_passes(monkeypatch):
     rng = np.random.default_rng(3)
     codes = rng.integers(0, 4, (3000, 5))
     codes[:, 1] = np.where(rng.random(3000) < 0.7, codes[:, 0], codes[:, 1])
-    run = run_pmw(codes, schema, Workload.marginals(schema, 2), 1.0, rows=3000, rng=0, representation="factored")
+    run = run_pmw(codes, schema, Workload.marginals(schema, 2), 1.0, rows=3000, rng=0, representation="factored",
+                  updates=10)  # L given: not measured up front
     assert run.pmw.updates >= 1
     online = [c for c in calls if c[0] == ONLINE_PASSES]
     assert online and all(converged == CONVERGED for _, converged in online)

@@ -68,7 +68,9 @@ def test_plan_threshold_is_the_target_plus_the_mean_test_noise():
 
 def test_the_run_learns_measures_each_subset_once_and_stays_within_budget():
     codes = correlated_codes(20_000, 1)
-    run = run_pmw(codes, SCHEMA, WORKLOAD, 1.0, rows=20_000, rng=2, variant="practical", monitor=True)
+    # L given: a workload this small is otherwise measured whole up front (``measures_all``)
+    run = run_pmw(codes, SCHEMA, WORKLOAD, 1.0, rows=20_000, rng=2, variant="practical", monitor=True,
+                  updates=len(WORKLOAD.subsets))
     assert run.plan.updates == len(WORKLOAD.subsets)
     assert run.pmw.updates <= run.plan.updates and run.accountant.spent().epsilon <= 1.0
     measured = [tuple(m.columns) for m in run.pmw.log]
@@ -217,7 +219,7 @@ def test_warm_start_and_epochs_share_the_budget_with_equal_measurements(delta):
 
 def test_the_warm_start_runs_before_the_first_query():
     codes = six_codes(5000, 3)
-    run = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0)
+    run = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0, updates=20)  # L given: not ``measures_all``
     warm = warm_start_subsets(THREE_WAY.subsets)
     assert [tuple(m.columns) for m in run.pmw.log if m.update == 0] == list(warm)
     assert [m.update for m in run.pmw.log] == sorted(m.update for m in run.pmw.log)  # warm start first
@@ -227,11 +229,11 @@ def test_the_warm_start_runs_before_the_first_query():
     assert run.accountant.spent().epsilon <= 1.0 and run.pmw.updates <= run.plan.updates == 20
     # a workload that also asks the pairs: they were measured by the warm start, so never tested
     both = Workload(SIX, Workload.marginals(SIX, 2).queries + THREE_WAY.queries)
-    run = run_pmw(codes, SIX, both, 1.0, rows=5000, rng=0)
+    run = run_pmw(codes, SIX, both, 1.0, rows=5000, rng=0, updates=20)
     assert len(run.plan.warm_subsets) == 15 and not any(len(m.columns) == 2 and m.update for m in run.pmw.log)
     pair_cells = sum(math.prod(SIX[name].size for name in pair) for pair in run.plan.warm_subsets)
     assert set(run.rounds[:pair_cells]) == {LAZY}
-    cold = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0, warm=False)
+    cold = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=0, warm=False, updates=20)
     assert cold.plan.warm_subsets == () and not any(m.update == 0 for m in cold.pmw.log)
 
 
@@ -262,7 +264,7 @@ def test_an_offline_workload_spends_its_budget_and_epochs_take_what_is_left(delt
     unused epochs' budget was left unspent; now later epochs take it, and the total stays within
     the budget."""
     codes = six_codes(5000, 4)
-    run = run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=2)
+    run = run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=2, updates=20)
     assert run.pmw.updates < run.plan.updates  # some epochs were never needed
     spent = run.accountant.spent()
     assert spent.epsilon <= 1.0 and spent.delta <= delta
@@ -306,9 +308,9 @@ def test_one_way_warm_start_where_no_pair_is_shared():
         assert rho == pytest.approx(plan.rho_warm * min(1.0, (SIX[column].size / mean) ** (2 / 3)))
         assert rho <= plan.rho_measure
     assert [tuple(m.columns) for m in run.pmw.log if m.update == 0] == list(plan.warm_subsets)
-    triples = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=1)
+    triples = run_pmw(codes, SIX, THREE_WAY, 1.0, rows=5000, rng=1, updates=20)
     assert all(len(s) == 2 for s in triples.plan.warm_subsets)  # every column is in a shared pair
-    cold = run_pmw(codes, SIX, pairs, 1.0, rows=5000, rng=1, warm=False)
+    cold = run_pmw(codes, SIX, pairs, 1.0, rows=5000, rng=1, warm=False, updates=15)
     assert cold.plan.warm_subsets == ()
 
 
@@ -316,7 +318,53 @@ def test_a_factored_model_updates_and_answers_with_bounds():
     """The same loop over a factored D (the representation wide tables get): updates refit it,
     answers carry finite bounds and the release is a factored model."""
     codes = six_codes(3000, 8)
-    run = run_pmw(codes, SIX, Workload.marginals(SIX, 2), 1.0, rows=3000, rng=0, representation="factored")
+    run = run_pmw(codes, SIX, Workload.marginals(SIX, 2), 1.0, rows=3000, rng=0, representation="factored",
+                  updates=15)
     assert run.pmw.representation == "factored" and run.pmw.updates >= 1
     assert np.all(np.isfinite(run.bounds)) and run.pmw.release().representation == "factored"
     assert np.isclose(run.final.sum() / len(Workload.marginals(SIX, 2).subsets), 3000, rtol=1e-6)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-9])
+def test_a_workload_that_l_would_cover_is_measured_whole_before_the_first_answer(delta):
+    """20 triples, fewer than MWEM's default rounds: L by default would update each once, so
+    every declared subset is measured up front at an equal budget, no epoch is planned, the
+    budget is spent, and every answer is lazy with no test; a query on another subset is
+    halted. With L given, or no warm start, the tests come back."""
+    from synth.engines.pmw import open_pmw
+
+    assert synth.engines.pmw_practical.measures_all(THREE_WAY.subsets, zcdp=delta > 0)
+    assert not synth.engines.pmw_practical.measures_all(Workload.marginals(Schema(tuple(
+        Coded(f"x{i}", 2) for i in range(12))), 3).subsets)  # 220 triples: past MWEM's rounds
+    codes = six_codes(5000, 7)
+    run = run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=4)
+    plan = run.plan
+    assert plan.updates == 0 and plan.warm_subsets == tuple(THREE_WAY.subsets) and not plan.warm_scales
+    assert "L=0 epochs" in plan.describe()
+    assert [tuple(m.columns) for m in run.pmw.log] == list(THREE_WAY.subsets) and run.pmw.updates == 0
+    assert set(run.rounds) == {LAZY} and run.pmw._tests == 0
+    charges = run.accountant.ledger()
+    assert len(charges) == len(THREE_WAY.subsets) and all(c.note.startswith("PMW warm start") for c in charges)
+    assert len({(c.epsilon, c.rho) for c in charges}) == 1  # one budget for all, as MWEM's rounds
+    assert 0.999 <= run.accountant.spent().epsilon <= 1.0
+    # online answers are the release's (the model is fit once, before the first answer)
+    assert np.allclose(run.answers, run.final, rtol=0, atol=1e-6 * 5000)
+    opened = open_pmw(codes, SIX, 1.0, delta, rows=5000, rng=4, subsets=THREE_WAY.subsets)
+    assert opened.pmw.answer({"where": {"a": 0, "b": 1, "c": 2}}).round == LAZY
+    assert opened.pmw.answer({"where": {"a": 0}}).round == LAZY  # inside a measured triple
+    assert opened.pmw.answer({"where": {"a": 0, "b": 1, "c": 2, "d": 0}}).round == HALTED
+    for tested in (run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=4, updates=20),
+                   run_pmw(codes, SIX, THREE_WAY, 1.0, delta, rows=5000, rng=4, warm=False)):
+        assert tested.plan.updates == 20 and tested.pmw._tests > 0
+
+
+def test_a_factored_model_too_small_for_the_workload_keeps_its_tests():
+    """``measures_all`` needs a model that holds every declared subset at once."""
+    from synth.engines.pmw import open_pmw
+
+    codes = six_codes(2000, 8)
+    small = open_pmw(codes, SIX, 1.0, rows=2000, rng=0, subsets=THREE_WAY.subsets, representation="factored",
+                     max_model_cells=100)
+    assert small.plan.updates == 20 and not any(len(s) == 3 for s in small.plan.warm_subsets)
+    roomy = open_pmw(codes, SIX, 1.0, rows=2000, rng=0, subsets=THREE_WAY.subsets, representation="factored")
+    assert roomy.plan.updates == 0 and roomy.plan.warm_subsets == tuple(THREE_WAY.subsets)

@@ -36,11 +36,11 @@ from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, Stor
 from synth.engines.pmw_bounds import noise_sum_bound, range_bound, below_bound
 from synth.engines.pmw_plan import PlanError, PMWPlan, plan_pmw
 from synth.engines.pmw_practical import (DEFAULT_TEST_SHARE, PracticalPlan, PracticalPMW, default_updates,
-                                         plan_practical, warm_start_ones, warm_start_subsets)
+                                         measures_all, plan_practical, warm_start_ones, warm_start_subsets)
 from synth.engines.release import Progress, Release, describe_representation
 from synth.errors import SynthError
 from synth.models.distribution import as_distribution, choose_representation
-from synth.models.factored import DEFAULT_MAX_MODEL_CELLS
+from synth.models.factored import DEFAULT_MAX_MODEL_CELLS, FactoredModel
 from synth.models.model import Model
 from synth.privacy.accounting import Accountant, Budget
 from synth.privacy.mechanisms import AboveThreshold, discrete_laplace
@@ -272,9 +272,16 @@ class PMWEngine:
         start's pairs, L from ``default_updates``, or, with none declared, one epoch per pair of
         columns): what ``open`` runs and ``synth answer --plan`` prints. Public."""
         c, schema = self.config, self.schema
+        if c.updates is None and c.warm and measures_all(subsets, zcdp=budget.delta > 0) \
+                and len(self._fitting(subsets)) == len(subsets):
+            unique = tuple(dict.fromkeys(tuple(subset) for subset in subsets))
+            return plan_practical(budget.epsilon, budget.delta, rows, schema.universe_size, 0, beta=c.beta,
+                                  rows_public=rows_public, epsilon_count=epsilon_count, alpha=c.alpha, test=c.test,
+                                  test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
+                                  warm_subsets=unique)
         updates = c.updates or (default_updates(subsets, zcdp=budget.delta > 0) if subsets
                                 else max(len(schema), math.comb(len(schema), 2)))
-        pairs = warm_start_subsets(subsets) if c.warm else ()
+        pairs = self._fitting(warm_start_subsets(subsets)) if c.warm else ()
         ones = warm_start_ones(subsets) if c.warm and not pairs else ()  # shared pairs hold their one-ways
         cells = [math.prod(schema[name].size for name in subset) for subset in subsets]
         mean = sum(cells) / len(cells) if cells else 1.0
@@ -286,6 +293,20 @@ class PMWEngine:
                               test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
                               warm_subsets=ones + pairs,
                               warm_sizes=[schema[one[0]].size / mean for one in ones] + [1.0] * len(pairs))
+
+    def _fitting(self, subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
+        """The subsets (in order) that D can hold, each beside those before it that fit: all for
+        a dense D; for a factored one, those that keep it within ``max_model_cells`` (a warm
+        start past the cap could not be fit). From the schema's sizes alone."""
+        subsets = tuple(tuple(subset) for subset in subsets)
+        if choose_representation(self.schema, self.config.representation) != "factored":
+            return subsets
+        scratch, kept = FactoredModel(self.schema, max_cells=self.config.max_model_cells), []
+        for subset in subsets:
+            if scratch.fits(subset):
+                scratch.add_subset(subset)
+                kept.append(subset)
+        return tuple(kept)
 
     def open(self, counts: Data, budget: Budget, rng: np.random.Generator | int | None = None, *,
              subsets: Sequence[Sequence[str]] = (), queries: int | None = None) -> OpenPMW:
