@@ -293,9 +293,9 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
         note(f"predicted accuracy: alpha={plan.alpha:.5f} of n (~{plan.alpha * plan.rows:,.0f} rows) for answers "
              f"before the halt, with probability >= {1 - plan.failure_bound:.3f}")
     else:
-        note(f"threshold T={plan.threshold_count:,.0f} rows; final_answer comes from the release (every measurement "
-             "refit from the start), answer from the estimate when the query came")
-    if run.pmw.updates == 0 and not plan.warm_subsets:
+        note(f"threshold T={plan.threshold_count:,.0f} rows; final_answer comes from the release (the estimate fit "
+             "once more to every measurement), answer from the estimate when the query came")
+    if run.pmw.updates == 0 and (variant == "theory" or not plan.warm_subsets):
         warn("PMW made no update: every answer is the starting distribution's"
              + (" (see the plan's NOTE; --plan shows it without reading the data)" if variant == "theory" else ""))
     if run.pmw.rounds[HALTED]:
@@ -381,7 +381,8 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
     if monitor_file:
         warn(f"{monitor_file} is a NON-PRIVATE diagnostic computed from the true data: never release it")
     if model_file:
-        release = " (the release refits every measurement: its answers differ a little from the stream's)"
+        release = (" (the release is the estimate fit once more to every measurement: its answers may differ a "
+                   "little from the stream's)")
         note(f"model saved to {model_file}" + (release if variant == "practical" else ""))
     if tally.broken_pipe:
         raise BrokenPipeError  # the reader went away: the files are written, exit as every command does

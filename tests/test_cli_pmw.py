@@ -47,7 +47,13 @@ def test_practical_plan_runs_without_data(files):
                  "--epsilon", "30", "--rows", "6000", "--plan")
     assert result.exit_code == 0, result.output
     assert "PMW plan, practical variant (public: computed without reading the data)" in result.stdout
-    assert "update bound          L=" in result.stdout and "threshold T" in result.stdout
+    # a workload this small is measured whole before the first query: no epoch, no threshold
+    assert "update bound          L=0 epochs" in result.stdout and "threshold T" not in result.stdout
+    assert "every declared subset is measured before the first query" in result.stdout
+    tested = run("answer", "--schema", files / "s.json", "--workload", files / "w.json", "--mechanism", "pmw",
+                 "--epsilon", "30", "--rows", "6000", "--plan", "--updates", "3")
+    assert tested.exit_code == 0, tested.output
+    assert "update bound          L=3 epochs" in tested.stdout and "threshold T" in tested.stdout
 
 
 def test_plan_needs_a_public_row_count(files):

@@ -368,3 +368,29 @@ def test_a_factored_model_too_small_for_the_workload_keeps_its_tests():
     assert small.plan.updates == 20 and not any(len(s) == 3 for s in small.plan.warm_subsets)
     roomy = open_pmw(codes, SIX, 1.0, rows=2000, rng=0, subsets=THREE_WAY.subsets, representation="factored")
     assert roomy.plan.updates == 0 and roomy.plan.warm_subsets == tuple(THREE_WAY.subsets)
+
+
+def test_the_release_is_d_t_unless_d_t_has_fit_the_noise(monkeypatch):
+    """The release continues from D_t (fit jointly to the target), and refits from the prior
+    only where D_t's residual is below ``OVERFIT_RESIDUAL`` of the noise's expected total."""
+    codes = six_codes(5000, 9)
+    run = run_pmw(codes, SIX, Workload.marginals(SIX, 2), 1.0, rows=5000, rng=5, updates=15)
+    pmw = run.pmw
+    assert pmw.updates >= 2
+    residual = pmw._total_residual(pmw._dist)
+    assert residual > 0 and residual == pytest.approx(sum(
+        np.abs(noisy - 5000 * marginal_from_dense(pmw._dist.normalized(), SIX, key)).sum()
+        for kind, key, noisy, *_ in pmw._measured))
+
+    def fit_from(dist):
+        dist = dist.copy()
+        pmw._fit(dist)
+        return dist.normalized()
+
+    from_d_t, from_prior = fit_from(pmw._dist), fit_from(pmw._start)
+    assert np.abs(from_d_t - from_prior).sum() > 1e-6  # the two differ here, so the choice shows
+    for ratio, expected in ((1.0, from_d_t), (0.5, from_prior)):
+        pmw.released = None
+        monkeypatch.setattr(PracticalPMW, "_total_residual",
+                            lambda self, dist, r=ratio: r * self._noise_total)
+        np.testing.assert_allclose(pmw.release(), expected, rtol=0, atol=1e-15)

@@ -37,7 +37,7 @@ BACKUP_CELLS = 2**25
 APPROACH = 0.03
 #: Most joint passes of practical PMW's online refit of a factored model after an update (each
 #: calibrates the whole junction tree); the newest measurement is fit alone before and after
-#: (``FactoredModel.fit_one``), and the release refits everything.
+#: (``FactoredModel.fit_one``), and the release fits every measurement jointly, without this cap.
 ONLINE_PASSES = 10
 #: A measurement fit alone (``FactoredModel.fit_one``: practical PMW's newest) stops once its
 #: residual falls to this fraction of its noise's expected size. At the truth the residual is
