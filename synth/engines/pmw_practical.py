@@ -82,6 +82,9 @@ DEFAULT_MAX_TEST_CELLS = 2**20
 #: pass overshoots it (online fits end at 0.96-0.99 where D_t was the better release, 0.93 on
 #: adult's triples, where it had fit the noise).
 OVERFIT_RESIDUAL = 0.95
+#: A declared workload's open epoch gives way to a fresh one once a fresh one would get this
+#: many times its budget (``PracticalPMW._outgrown``).
+REOPEN_GAIN = 2.0
 #: Most multiplicative-weights passes after an update (the fit stops at the noise level first).
 DEFAULT_REPLAY_PASSES = 1000
 
@@ -599,6 +602,19 @@ class PracticalPMW(StoredDistribution):
         return AboveThreshold(0.0, e_test, 1, self._rng, accountant=self.accountant,
                               note=f"PMW epoch {self.updates + 1}")
 
+    def _outgrown(self) -> bool:
+        """Whether the open epoch (no update yet) has at most ``1 / REOPEN_GAIN`` of what a
+        fresh one would get now: the budget the epochs ahead must share has shrunk less than
+        their number (a declared workload's last subsets), so a fresh epoch, with a lower
+        threshold and a larger measurement, is worth its test's cost. Ending an
+        AboveThreshold after any number of "below" answers costs its test budget only, and
+        the decision reads public outcomes alone (the filter stays a filter)."""
+        if not self._declared:
+            return False
+        e_test, e_measure, rho = self.epoch_budget
+        current = (e_test**2 / 2 + rho) if self.plan.rho_measure else (e_test + e_measure)
+        return self._left / self._epochs_ahead() >= REOPEN_GAIN * current
+
     # -- answering -----------------------------------------------------------------------
     def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:
         """Answer one counting query (in rows), spending budget only on tests and updates."""
@@ -620,6 +636,8 @@ class PracticalPMW(StoredDistribution):
             self.capped += 1
             self.rounds[LAZY] += 1
             return self._answer(query, CAPPED)
+        if self._epoch is not None and self._outgrown():
+            self._epoch = None  # its test is paid; a richer epoch takes over (below)
         if self._epoch is None:
             self._epoch = self._open_epoch()  # this subset, if declared and unseen, is among those ahead
             if self._epoch is None:
