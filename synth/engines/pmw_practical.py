@@ -203,7 +203,7 @@ class PracticalPlan:
         ]
         if not self.updates:  # ``measures_all``: no epoch, so no test or threshold
             lines[4] = (f"  update bound          L=0 epochs ({self.composition} composition): every declared "
-                        "subset is measured before the first query; a query that none of them holds is halted")
+                        "subset is measured before the first query; a query on another subset is halted")
             del lines[5:8]
         if self.warm_subsets:
             warm = (f"rho={self.rho_warm:.6g} (discrete Gaussian)" if self.rho_warm
@@ -463,7 +463,6 @@ class PracticalPMW(StoredDistribution):
         self._measured_queries: list[Query] = []  # what ("query", i, ...) refers to
         self._done: set = set()  # measured subsets, and measured queries' keys
         self._tested_lazy: set = set()  # subsets tested lazy since D last moved
-        self._inside: dict = {}  # subset -> whether a measured marginal holds it (``_inside_measured``)
         self.fit_passes: list[int] = []  # MW passes run after each update
         self.log: list[_Measurement] = []
         self.released = None  # the release (a flat array, or a factored model), once made
@@ -550,7 +549,6 @@ class PracticalPMW(StoredDistribution):
         least = min(self._variances)
         self._measured = [m[:3] + (least / v,) for m, v in zip(self._measured + [measurement], self._variances)]
         self._noise_total += mean_abs_noise(epsilon, rho) * values
-        self._inside.clear()  # a new marginal may hold subsets no earlier one did
 
     def start_pass(self) -> None:
         """A workload's pass begins: every declared subset not yet measured is ahead again
@@ -623,8 +621,7 @@ class PracticalPMW(StoredDistribution):
         subset = query.columns
         kind = self.plan.test_kind(_cells(self.schema, subset))
         key = subset if kind == "marginal" else _query_key(query)
-        if key in self._done or key in self._tested_lazy or self._inside_measured(subset):
-            # measured (part of every fit), inside a measured marginal, or tested since D last moved
+        if key in self._done or key in self._tested_lazy:  # measured (in every fit), or tested since D moved
             self._seen.add(subset)
             self.rounds[LAZY] += 1
             return self._answer(query, LAZY, tested=key in self._tested_lazy)
@@ -653,16 +650,6 @@ class PracticalPMW(StoredDistribution):
         self._update(query, kind, key, error, query_id, label)
         self.rounds[UPDATE] += 1
         return self._answer(query, UPDATE)
-
-    def _inside_measured(self, subset: tuple[str, ...]) -> bool:
-        """Whether a measured marginal holds every column of ``subset``: its table is that
-        marginal's, summed, which every fit holds D to, so a test could only find the noise."""
-        inside = self._inside.get(subset)
-        if inside is None:
-            columns = set(subset)
-            inside = self._inside[subset] = any(columns <= set(key) for kind, key, *_ in self._measured
-                                                if kind == "marginal")
-        return inside
 
     def _answer(self, query: Query, kind: str, *, tested: bool = False) -> PMWAnswer:
         """D_t's answer to ``query`` with its error bound (``synth.engines.pmw_bounds``): from
