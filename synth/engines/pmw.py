@@ -268,9 +268,11 @@ class PMWEngine:
 
     def practical_plan(self, budget: Budget, rows: float, subsets: Sequence[Sequence[str]] = (), *,
                        rows_public: bool = True, epsilon_count: float = 0.0) -> PracticalPlan:
-        """The practical variant's plan for n = ``rows`` and the declared ``subsets`` (the warm
-        start's pairs, L from ``default_updates``, or, with none declared, one epoch per pair of
-        columns): what ``open`` runs and ``synth answer --plan`` prints. Public."""
+        """The practical variant's plan for n = ``rows`` and the declared ``subsets``: every one
+        of them measured up front and no epoch when the default L would update each anyway
+        (``measures_all``, and D can hold them all); else the warm start's pairs (or one-ways)
+        and L from ``default_updates``; with none declared, one epoch per pair of columns. What
+        ``open`` runs and ``synth answer --plan`` prints. Public."""
         c, schema = self.config, self.schema
         if c.updates is None and c.warm and measures_all(subsets, zcdp=budget.delta > 0) \
                 and len(self._fitting(subsets)) == len(subsets):
