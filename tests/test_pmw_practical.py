@@ -426,3 +426,22 @@ def test_an_outgrown_epoch_gives_way_to_a_richer_one(monkeypatch):
     stream.answer({"where": {"x0": 1, "x1": 0}})
     stream._left *= 100  # even with far more left than the epoch holds
     assert not stream._outgrown()
+
+
+def test_a_fresh_epoch_tests_again_what_the_old_one_found_below(monkeypatch):
+    """A lazy answer's bound is its epoch's "below" test: once an epoch gives way, the subsets
+    it tested lazy are tested again against the new epoch's threshold."""
+    from synth.engines.pmw import open_pmw
+
+    schema = Schema(tuple(Coded(f"x{i}", 2) for i in range(11)))
+    codes = np.random.default_rng(11).integers(0, 2, (6000, 11)).astype(np.uint8)
+    pairs = Workload.marginals(schema, 2)
+    pmw = open_pmw(codes, schema, 1.0, rows=6000, rng=4, subsets=pairs.subsets).pmw
+    first = {"where": {"x0": 1, "x1": 0}}
+    assert pmw.answer(first).round == LAZY and ("x0", "x1") in pmw._tested_lazy
+    before = pmw._tests
+    monkeypatch.setattr(PracticalPMW, "_outgrown", lambda self: True)
+    pmw.answer({"where": {"x2": 1, "x3": 0}})
+    assert ("x0", "x1") not in pmw._tested_lazy or pmw.updates
+    pmw.answer(first)
+    assert pmw._tests == before + 2  # tested again, against the fresh epoch

@@ -314,7 +314,7 @@ def plan_practical(
         pure = plan_practical(epsilon, delta, rows, universe_size, updates, composition="basic", **options)
         # few measurements (10 triples, say): pure epsilon's Laplace adds less noise than zCDP's Gaussian
         return min((zcdp, pure), key=lambda plan: plan.mean_abs_noise())
-    if updates != 0 or not warm_subsets:  # L = 0: the warm start measures everything (``measure_all``)
+    if updates != 0 or not warm_subsets:  # L = 0: the warm start measures everything (``measures_all``)
         updates = check_positive_int(updates, "updates")
     if updates > MAX_UPDATES:
         raise PracticalPlanError(f"updates L ({updates:,}) must be at most {MAX_UPDATES:,}: ask for fewer (--updates)")
@@ -634,7 +634,10 @@ class PracticalPMW(StoredDistribution):
             self.rounds[LAZY] += 1
             return self._answer(query, CAPPED)
         if self._epoch is not None and self._outgrown():
-            self._epoch = None  # its test is paid; a richer epoch takes over (below)
+            # its test is paid; a richer epoch takes over (below), and what it found below its
+            # threshold is tested again against the new one (a lazy answer's bound is its epoch's)
+            self._epoch = None
+            self._tested_lazy.clear()
         if self._epoch is None:
             self._epoch = self._open_epoch()  # this subset, if declared and unseen, is among those ahead
             if self._epoch is None:
