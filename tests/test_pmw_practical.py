@@ -445,3 +445,18 @@ def test_a_fresh_epoch_tests_again_what_the_old_one_found_below(monkeypatch):
     assert ("x0", "x1") not in pmw._tested_lazy or pmw.updates
     pmw.answer(first)
     assert pmw._tests == before + 2  # tested again, against the fresh epoch
+
+
+def test_a_release_from_a_whole_workload_warm_start_is_not_called_unlearned(monkeypatch):
+    """``synth generate --mechanism pmw`` warns when PMW learned nothing; a run that measured
+    every declared subset up front (no update, L = 0) did learn, and says nothing of the kind."""
+    from synth.engines.pmw import PMWConfig, PMWEngine
+    from synth.privacy.accounting import Budget
+
+    codes = six_codes(3000, 12)
+    whole = PMWEngine(PMWConfig(rows=3000), SIX, THREE_WAY).run(codes, Budget(1.0, 0.0), rng=0)
+    assert whole.record.pmw.updates == 0 and whole.record.plan.warm_subsets and not whole.warnings
+    monkeypatch.setattr(synth.engines.pmw_practical.AboveThreshold, "test", lambda self, value: False)
+    cold = PMWEngine(PMWConfig(rows=3000, warm=False, updates=4), SIX, THREE_WAY).run(
+        codes, Budget(1.0, 0.0), rng=0)  # no test fires
+    assert cold.record.pmw.updates == 0 and any("PMW made no update" in w for w in cold.warnings)

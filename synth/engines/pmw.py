@@ -357,7 +357,8 @@ class PMWEngine:
         if run.pmw.capped:
             lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "
                          "past --max-model-cells")
-        warnings = () if run.pmw.updates else (
+        learned = run.pmw.updates or (isinstance(run.pmw, PracticalPMW) and run.plan.warm_subsets)
+        warnings = () if learned else (
             "PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)",)
         return Release(run.pmw.to_model(seeded=is_seeded(rng)), run.accountant, tuple(lines), warnings, run)
 
