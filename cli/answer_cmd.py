@@ -295,7 +295,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
     else:
         note(f"threshold T={plan.threshold_count:,.0f} rows; final_answer comes from the release (the estimate fit "
              "once more to every measurement), answer from the estimate when the query came")
-    if run.pmw.updates == 0 and (variant == "theory" or not plan.warm_subsets):
+    if not run.learned:
         warn("PMW made no update: every answer is the starting distribution's"
              + (" (see the plan's NOTE; --plan shows it without reading the data)" if variant == "theory" else ""))
     if run.pmw.rounds[HALTED]:

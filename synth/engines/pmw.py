@@ -166,6 +166,11 @@ class PMWRun:
     notes: list[str] = field(default_factory=list)
     bounds: np.ndarray = field(default_factory=lambda: np.zeros(0))  # each answer's error bound (rows), 1 - beta
 
+    @property
+    def learned(self) -> bool:
+        """Whether D moved from its start: an update, or the practical warm start's measurements."""
+        return bool(self.pmw.updates) or (isinstance(self.plan, PracticalPlan) and bool(self.plan.warm_subsets))
+
 
 VARIANTS = ("practical", "theory")
 #: Most passes of a workload through the practical variant (each pass after the first is nearly all lazy).
@@ -274,27 +279,26 @@ class PMWEngine:
         and L from ``default_updates``; with none declared, one epoch per pair of columns. What
         ``open`` runs and ``synth answer --plan`` prints. Public."""
         c, schema = self.config, self.schema
-        if c.updates is None and c.warm and measures_all(subsets, zcdp=budget.delta > 0) \
+        zcdp = budget.delta > 0
+        if c.updates is None and c.warm and measures_all(subsets, zcdp=zcdp) \
                 and len(self._fitting(subsets)) == len(subsets):
-            unique = tuple(dict.fromkeys(tuple(subset) for subset in subsets))
-            return plan_practical(budget.epsilon, budget.delta, rows, schema.universe_size, 0, beta=c.beta,
-                                  rows_public=rows_public, epsilon_count=epsilon_count, alpha=c.alpha, test=c.test,
-                                  test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
-                                  warm_subsets=unique)
-        updates = c.updates or (default_updates(subsets, zcdp=budget.delta > 0) if subsets
-                                else max(len(schema), math.comb(len(schema), 2)))
-        pairs = self._fitting(warm_start_subsets(subsets)) if c.warm else ()
-        ones = warm_start_ones(subsets) if c.warm and not pairs else ()  # shared pairs hold their one-ways
-        cells = [math.prod(schema[name].size for name in subset) for subset in subsets]
-        mean = sum(cells) / len(cells) if cells else 1.0
-        # the one-ways at budgets that grow with their cells; the shared pairs, which carry the
-        # early answers of 3-way workloads, at an update's (scaled down, adult's 35 triples lost a
-        # third of their online accuracy)
+            updates, warm, sizes = 0, tuple(dict.fromkeys(tuple(subset) for subset in subsets)), []
+        else:
+            updates = c.updates or (default_updates(subsets, zcdp=zcdp) if subsets
+                                    else max(len(schema), math.comb(len(schema), 2)))
+            pairs = self._fitting(warm_start_subsets(subsets)) if c.warm else ()
+            ones = warm_start_ones(subsets) if c.warm and not pairs else ()  # shared pairs hold their one-ways
+            cells = [math.prod(schema[name].size for name in subset) for subset in subsets]
+            mean = sum(cells) / len(cells) if cells else 1.0
+            # the one-ways at budgets that grow with their cells; the shared pairs, which carry the
+            # early answers of 3-way workloads, at an update's (scaled down, adult's 35 triples lost a
+            # third of their online accuracy)
+            warm = ones + pairs
+            sizes = [schema[one[0]].size / mean for one in ones] + [1.0] * len(pairs)
         return plan_practical(budget.epsilon, budget.delta, rows, schema.universe_size, updates, beta=c.beta,
                               rows_public=rows_public, epsilon_count=epsilon_count, alpha=c.alpha, test=c.test,
                               test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
-                              warm_subsets=ones + pairs,
-                              warm_sizes=[schema[one[0]].size / mean for one in ones] + [1.0] * len(pairs))
+                              warm_subsets=warm, warm_sizes=sizes)
 
     def _fitting(self, subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
         """The subsets (in order) that D can hold, each beside those before it that fit: all for
@@ -357,8 +361,7 @@ class PMWEngine:
         if run.pmw.capped:
             lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "
                          "past --max-model-cells")
-        learned = run.pmw.updates or (isinstance(run.pmw, PracticalPMW) and run.plan.warm_subsets)
-        warnings = () if learned else (
+        warnings = () if run.learned else (
             "PMW made no update: the synthetic table follows the starting distribution (see synth answer --plan)",)
         return Release(run.pmw.to_model(seeded=is_seeded(rng)), run.accountant, tuple(lines), warnings, run)
 
