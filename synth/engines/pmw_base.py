@@ -9,6 +9,7 @@ class, and the front door (``open_pmw``/``run_pmw`` in ``synth.engines.pmw``) pi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,7 @@ from synth.privacy.accounting import Accountant
 from synth.privacy.mechanisms import AboveThreshold
 from synth.privacy.rng import make_rng
 
-__all__ = ["CAPPED", "HALTED", "LAZY", "UPDATE", "PMWAnswer", "StoredDistribution", "query_value"]
+__all__ = ["CAPPED", "HALTED", "LAZY", "UPDATE", "PMWAnswer", "StoredDistribution", "query_fraction", "query_value"]
 
 LAZY, UPDATE, HALTED = "lazy", "update", "halted"
 #: A lazy answer given without a test: an update on it would grow a factored D past its cap.
@@ -50,6 +51,14 @@ def query_value(table: np.ndarray, query: Query) -> float:
     if query.is_cell:
         return float(table[tuple(int(a[0]) for a in query.allowed)])
     return float(table[np.ix_(*query.allowed)].sum())
+
+
+def query_fraction(dist, query: Query, table_of: Callable[[tuple[str, ...]], np.ndarray] | None = None) -> float:
+    """``query``'s fraction under ``dist``: from its marginal on the query's columns (``table_of``,
+    a cache, or ``dist.marginal``) where that table is built, else by ``dist``'s own ``answer``."""
+    if not dist.marginal_fits(query.columns):
+        return dist.answer(query)
+    return query_value((table_of or dist.marginal)(query.columns), query)
 
 
 class StoredDistribution:
@@ -117,9 +126,7 @@ class StoredDistribution:
     def model_answer(self, query: Query) -> float:
         """f(D_t) in rows: the plan's n times the query's fraction under D_t (from D_t's cached
         marginal on its columns, or, where that table is too big, by the model's own ``answer``)."""
-        if not self._dist.marginal_fits(query.columns):
-            return self.plan.rows * self._dist.answer(query)
-        return self.plan.rows * query_value(self.model_table(query.columns), query)
+        return self.plan.rows * query_fraction(self._dist, query, self.model_table)
 
     def model_fractions(self, workload: Workload) -> np.ndarray:
         """Every query's fraction under D_t, in workload order (cached marginals where they fit)."""

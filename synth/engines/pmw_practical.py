@@ -50,7 +50,8 @@ from synth.data.schema import Schema
 from synth.data.tables import DEFAULT_MAX_CELLS
 from synth.data.workload import Query, parse_query
 from synth.engines.monitor import PracticalMonitor
-from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution, query_value
+from synth.engines.pmw_base import (CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, StoredDistribution, query_fraction,
+                                    query_value)
 from synth.engines.pmw_bounds import noise_sum_bound, range_bound, below_bound
 from synth.engines.mwem import default_rounds
 from synth.engines.pmw_plan import MAX_UPDATES
@@ -526,11 +527,15 @@ class PracticalPMW(StoredDistribution):
 
     def _newest_residual(self) -> float:
         """|noisy - n D_t| summed over the newest measurement's values (rows)."""
-        kind, key, noisy = self._measured[-1][:3]
-        self._model_tables.clear()
+        self._model_tables.clear()  # D_t has just moved
+        return self._residual(self._dist, self._measured[-1])
+
+    def _residual(self, dist, measurement: tuple) -> float:
+        """|noisy - n D| summed over one measurement's values (rows)."""
+        kind, key, noisy = measurement[:3]
         if kind == "marginal":
-            return float(np.abs(noisy - self.plan.rows * self.model_table(key)).sum())
-        return abs(noisy - self.model_answer(self._measured_queries[key]))
+            return float(np.abs(noisy - self.plan.rows * dist.marginal(key)).sum())
+        return abs(noisy - self.plan.rows * query_fraction(dist, self._measured_queries[key]))
 
     def _measure_marginal(self, subset: tuple[str, ...], epsilon: float, rho: float, note: str) -> None:
         truth = self._data_table(subset)
@@ -769,13 +774,7 @@ class PracticalPMW(StoredDistribution):
 
     def _total_residual(self, dist) -> float:
         """|noisy - n D| summed over every measured value (rows)."""
-        n, total = self.plan.rows, 0.0
-        for kind, key, noisy, *_ in self._measured:
-            if kind == "marginal":
-                total += float(np.abs(noisy - n * dist.marginal(key)).sum())
-            else:
-                total += abs(noisy - n * dist.answer(self._measured_queries[key]))
-        return total
+        return sum(self._residual(dist, measurement) for measurement in self._measured)
 
     def to_model(self, *, seeded: bool = False, distribution: np.ndarray | None = None):
         """The release as a ``Model``: the refit distribution, the plan, the privacy spent and
