@@ -110,10 +110,13 @@ class FactoredModel:
     def cells_with(self, subset: Sequence[str]) -> int:
         """The model's size if ``subset`` were added (its current size when already covered):
         min-fill's triangulation, or the least one where min-fill's passes ``max_cells``."""
-        subset = self.canonical(subset)
+        return self._cells_with(self.canonical(subset))[0]
+
+    def _cells_with(self, subset: Subset) -> tuple[int, bool]:
+        """``cells_with`` for a canonical subset, and whether no triangulation is smaller."""
         if self._tree.clique_containing(subset) is not None:
-            return self.cells
-        return least_cells(self.schema.names, [*self._potentials, subset], self._sizes, self.max_cells)[0]
+            return self.cells, False
+        return least_cells(self.schema.names, [*self._potentials, subset], self._sizes, self.max_cells)
 
     def fits(self, subset: Sequence[str]) -> bool:
         """Whether ``subset`` can be added without growing the model past ``max_cells``: with
@@ -122,10 +125,7 @@ class FactoredModel:
         subset = self.canonical(subset)
         if (subset, self.max_cells) in self._refused:
             return False
-        if self._tree.clique_containing(subset) is not None:
-            return self.cells <= self.max_cells
-        cells, least = least_cells(self.schema.names, [*self._potentials, subset], self._sizes,
-                                   self.max_cells)
+        cells, least = self._cells_with(subset)
         if cells > self.max_cells and least:
             self._refused.add((subset, self.max_cells))
         return cells <= self.max_cells
