@@ -67,7 +67,8 @@ NON_PRIVATE_LABEL = "exact (NON-PRIVATE)"
 @click.option("--updates", type=click.IntRange(1),
               help="PMW's update bound L (practical default: one update per column subset of the workload, at "
                    "most MWEM's round count; when that covers every subset, all are measured before the first "
-                   "answer and no update is planned; theory: planned).")
+                   "answer and no update is planned, else 90% of it are rounds that measure the subsets the "
+                   "model fits worst before the first answer; given, every update is a test's; theory: planned).")
 @click.option("--alpha", type=CheckedFloat("check_epsilon", "alpha"), help="Fix PMW's target accuracy alpha (fraction of n) instead of planning it.")
 @click.option("--passes", type=click.IntRange(1), default=1, show_default=True, help="Feed the workload this many times.")
 @click.option("--plan", "plan_only", is_flag=True, help="Print PMW's plan and exit, without reading the data.")
@@ -284,7 +285,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
         note(line)
     spent = run.accountant.spent()
     plan = run.plan
-    note(f"PMW ({variant}): {run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+    note(f"PMW ({variant}): {_selected_rounds(run.pmw)}{run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in run.pmw.rounds.items()))
     _note_storage(run.pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
@@ -303,6 +304,11 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
              "their error_bound is a measurement's where one covers the query, else only the range [0, n]")
     if model_file:
         note(f"model saved to {model_file}")
+
+
+def _selected_rounds(pmw) -> str:
+    """'N selected rounds, ' for a practical PMW that ran them before its first query, else ''."""
+    return f"{pmw.selected:,} selected rounds, " if pmw.selected else ""
 
 
 def _note_storage(pmw, schema) -> None:
@@ -354,6 +360,9 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
     if workload is not None and variant == "practical" and not plan.updates:
         declared += (", each measured before the first query (a query on another subset is answered from the "
                      "model, round halted)")
+    elif variant == "practical" and plan.selected:
+        declared += (f", the {pmw.selected:,} it fit worst (chosen by the exponential mechanism) measured before the "
+                     "first query")
     note(f"PMW ({variant}) ready{declared}: L={plan.updates:,} updates, epsilon={epsilon:g}, delta={delta:g} "
          f"(spent so far: epsilon={accountant.spent().epsilon:.6g}); reading one JSON query per line from stdin, "
          "answers on stdout")
@@ -369,7 +378,7 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
     spent = accountant.spent()
     note(f"stream ended ({tally.reason}): {tally.answers:,} answer{'s' * (tally.answers != 1)}, "
          f"{tally.errors:,} error line{'s' * (tally.errors != 1)}")
-    note(f"PMW ({variant}): {pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+    note(f"PMW ({variant}): {_selected_rounds(pmw)}{pmw.updates:,} updates of L={plan.updates:,}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in pmw.rounds.items()))
     _note_storage(pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "

@@ -409,6 +409,8 @@ def test_an_outgrown_epoch_gives_way_to_a_richer_one(monkeypatch):
     pairs = Workload.marginals(schema, 2)  # 55 pairs: more than MWEM's rounds under pure epsilon
     assert not synth.engines.pmw_practical.measures_all(pairs.subsets)
 
+    monkeypatch.setattr(synth.engines.pmw_practical, "SELECTED_SHARE", 0.0)  # epochs alone: what is tested here
+
     def run(gain):
         monkeypatch.setattr(synth.engines.pmw_practical, "REOPEN_GAIN", gain)
         return run_pmw(codes, schema, pairs, 1.0, rows=6000, rng=3)
@@ -436,6 +438,7 @@ def test_a_fresh_epoch_tests_again_what_the_old_one_found_below(monkeypatch):
     schema = Schema(tuple(Coded(f"x{i}", 2) for i in range(11)))
     codes = np.random.default_rng(11).integers(0, 2, (6000, 11)).astype(np.uint8)
     pairs = Workload.marginals(schema, 2)
+    monkeypatch.setattr(synth.engines.pmw_practical, "SELECTED_SHARE", 0.0)  # no selected rounds: epochs alone
     pmw = open_pmw(codes, schema, 1.0, rows=6000, rng=4, subsets=pairs.subsets).pmw
     first = {"where": {"x0": 1, "x1": 0}}
     assert pmw.answer(first).round == LAZY and ("x0", "x1") in pmw._tested_lazy
@@ -460,3 +463,69 @@ def test_a_release_from_a_whole_workload_warm_start_is_not_called_unlearned(monk
     cold = PMWEngine(PMWConfig(rows=3000, warm=False, updates=4), SIX, THREE_WAY).run(
         codes, Budget(1.0, 0.0), rng=0)  # no test fires
     assert cold.record.pmw.updates == 0 and any("PMW made no update" in w for w in cold.warnings)
+
+
+TWELVE = Schema(tuple(Coded(f"x{i}", 2) for i in range(12)))
+
+
+def twelve_codes(n: int, seed: int) -> np.ndarray:
+    """Independent fair bits, except three pairs that copy each other (95% of rows): (x3, x5),
+    (x7, x9) and (x10, x11), none of them among the workload's first pairs."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 2, (n, 12)).astype(np.uint8)
+    for a, b in ((3, 5), (7, 9), (10, 11)):
+        keep = rng.random(n) < 0.95
+        codes[keep, b] = codes[keep, a]
+    return codes
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-9])
+def test_a_workload_past_l_selects_its_worst_subsets_before_the_first_query(delta, monkeypatch):
+    """66 pairs, more than L by default: ``selected_rounds`` of L's epochs run first as MWEM's
+    rounds (the exponential mechanism picks the pair D_t fits worst, it is measured at an
+    update's budget), the epochs after them share the rest and may each update a pair the
+    rounds left. The copied pairs are picked first (workload order would pick x0's pairs),
+    every charge is the plan's, the budget holds, and the release keeps D_t."""
+    from synth.engines.pmw import open_pmw
+
+    pairs = Workload.marginals(TWELVE, 2)
+    zcdp = delta > 0
+    assert not synth.engines.pmw_practical.measures_all(pairs.subsets, zcdp=zcdp)
+    default = default_updates(pairs.subsets, zcdp=zcdp)
+    selected = synth.engines.pmw_practical.selected_rounds(pairs.subsets, zcdp=zcdp)
+    assert selected == round(synth.engines.pmw_practical.SELECTED_SHARE * default) and 0 < selected < default
+    codes = twelve_codes(5000, 1)
+    run = run_pmw(codes, TWELVE, pairs, 10.0, delta, rows=5000, rng=3)
+    plan, pmw = run.plan, run.pmw
+    assert (plan.selected, plan.budgeted_epochs, plan.updates) == (selected, default - selected, 66 - selected)
+    assert "selected rounds" in plan.describe()
+    rounds = [m for m in pmw.log if m.query.startswith("selected round")]
+    assert len(rounds) == pmw.selected == selected
+    assert {tuple(m.columns) for m in rounds[:3]} == {("x3", "x5"), ("x7", "x9"), ("x10", "x11")}
+    assert len({tuple(m.columns) for m in rounds}) == selected  # each pair measured once
+    picks = [c for c in run.accountant.ledger() if c.note.startswith("PMW selected round") and c.note.endswith("select")]
+    budget = plan.selection_budget()
+    assert len(picks) == selected
+    assert all((c.rho, c.epsilon) == ((budget.rho_select, None) if zcdp else (None, budget.epsilon_select))
+               for c in picks)
+    # a round costs what the plan's first epoch does: its selection the test's share
+    assert budget.rho_select + budget.rho_measure == pytest.approx(plan.epoch_cost) if zcdp else \
+        budget.epsilon_select + budget.epsilon_measure == pytest.approx(plan.epoch_cost)
+    assert all((m.rho, m.epsilon) == (budget.rho_measure, budget.epsilon_measure) for m in rounds)
+    spent = run.accountant.spent()
+    assert spent.epsilon <= 10.0 and spent.delta <= delta and spent.epsilon > 9.0
+    assert HALTED not in run.rounds and run.learned
+    # the copied pairs are answered from their measurements: every cell within a few rows' noise
+    truth = marginal(codes, TWELVE, ("x3", "x5")).ravel()
+    model = 5000 * marginal_from_dense(pmw.release(), TWELVE, ("x3", "x5")).ravel()
+    assert np.abs(model - truth).max() < 25
+    # the release keeps D_t even where its residual is below OVERFIT_RESIDUAL of the noise
+    expected = pmw._dist.copy()
+    pmw._fit(expected)
+    pmw.released = None
+    monkeypatch.setattr(PracticalPMW, "_total_residual", lambda self, dist: 0.5 * self._noise_total)
+    np.testing.assert_allclose(pmw.release(), expected.normalized(), rtol=0, atol=1e-15)
+    # L given, or no warm start: no selected rounds, the epochs test every pair
+    for tested in (open_pmw(codes, TWELVE, 10.0, delta, rows=5000, rng=3, subsets=pairs.subsets, updates=20),
+                   open_pmw(codes, TWELVE, 10.0, delta, rows=5000, rng=3, subsets=pairs.subsets, warm=False)):
+        assert tested.plan.selected == 0 and tested.pmw.selected == 0

@@ -36,7 +36,8 @@ from synth.engines.pmw_base import CAPPED, HALTED, LAZY, UPDATE, PMWAnswer, Stor
 from synth.engines.pmw_bounds import noise_sum_bound, range_bound, below_bound
 from synth.engines.pmw_plan import PlanError, PMWPlan, plan_pmw
 from synth.engines.pmw_practical import (DEFAULT_TEST_SHARE, PracticalPlan, PracticalPMW, default_updates,
-                                         measures_all, plan_practical, warm_start_ones, warm_start_subsets)
+                                         measures_all, plan_practical, selected_rounds, warm_start_ones,
+                                         warm_start_subsets)
 from synth.engines.release import Progress, Release, describe_representation
 from synth.errors import SynthError
 from synth.models.distribution import as_distribution, choose_representation
@@ -168,8 +169,9 @@ class PMWRun:
 
     @property
     def learned(self) -> bool:
-        """Whether D moved from its start: an update, or the practical warm start's measurements."""
-        return bool(self.pmw.updates) or (isinstance(self.plan, PracticalPlan) and bool(self.plan.warm_subsets))
+        """Whether D moved from its start: an update, a selected round, or the practical warm start's measurements."""
+        return bool(self.pmw.updates or self.pmw.selected) or (isinstance(self.plan, PracticalPlan)
+                                                               and bool(self.plan.warm_subsets))
 
 
 VARIANTS = ("practical", "theory")
@@ -275,17 +277,27 @@ class PMWEngine:
                        rows_public: bool = True, epsilon_count: float = 0.0) -> PracticalPlan:
         """The practical variant's plan for n = ``rows`` and the declared ``subsets``: every one
         of them measured up front and no epoch when the default L would update each anyway
-        (``measures_all``, and D can hold them all); else the warm start's pairs (or one-ways)
-        and L from ``default_updates``; with none declared, one epoch per pair of columns. What
-        ``open`` runs and ``synth answer --plan`` prints. Public."""
+        (``measures_all``, and D can hold them all); else the warm start's pairs (or one-ways),
+        ``selected_rounds`` of ``default_updates``' budget spent before the first query on the
+        subsets D fits worst, and epochs sharing the rest that may update every subset left;
+        with none declared, one epoch per pair of columns. With L given (``--updates``) every
+        update is a test's. What ``open`` runs and ``synth answer --plan`` prints. Public."""
         c, schema = self.config, self.schema
         zcdp = budget.delta > 0
+        selected = budgeted = 0
         if c.updates is None and c.warm and measures_all(subsets, zcdp=zcdp) \
                 and len(self._fitting(subsets)) == len(subsets):
             updates, warm, sizes = 0, tuple(dict.fromkeys(tuple(subset) for subset in subsets)), []
         else:
             updates = c.updates or (default_updates(subsets, zcdp=zcdp) if subsets
                                     else max(len(schema), math.comb(len(schema), 2)))
+            if c.updates is None and c.warm:
+                # rounds that select the worst declared subsets first; the epochs after them share
+                # the rest of L's budget, and may update each declared subset the rounds leave
+                selected = selected_rounds(subsets, zcdp=zcdp)
+                if selected:
+                    budgeted = updates - selected
+                    updates = len(set(map(tuple, subsets))) - selected
             pairs = self._fitting(warm_start_subsets(subsets)) if c.warm else ()
             ones = warm_start_ones(subsets) if c.warm and not pairs else ()  # shared pairs hold their one-ways
             cells = [math.prod(schema[name].size for name in subset) for subset in subsets]
@@ -298,7 +310,7 @@ class PMWEngine:
         return plan_practical(budget.epsilon, budget.delta, rows, schema.universe_size, updates, beta=c.beta,
                               rows_public=rows_public, epsilon_count=epsilon_count, alpha=c.alpha, test=c.test,
                               test_share=DEFAULT_TEST_SHARE if c.test_share is None else c.test_share,
-                              warm_subsets=warm, warm_sizes=sizes)
+                              warm_subsets=warm, warm_sizes=sizes, selected=selected, budgeted_epochs=budgeted)
 
     def _fitting(self, subsets: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], ...]:
         """The subsets (in order) that D can hold, each beside those before it that fit: all for
@@ -356,7 +368,8 @@ class PMWEngine:
         """Answer the workload (``passes`` times, as a stream) and release D with its ledger."""
         run = self.record(counts, budget, rng, progress)
         lines = list(run.notes)
-        lines.append(f"pmw ({self.config.variant}): {run.pmw.updates:,} updates of L={run.plan.updates:,}")
+        selected = f"{run.pmw.selected:,} selected rounds, " if run.pmw.selected else ""
+        lines.append(f"pmw ({self.config.variant}): {selected}{run.pmw.updates:,} updates of L={run.plan.updates:,}")
         lines.append(describe_representation(run.pmw.representation, run.pmw.model_cells, self.schema.universe_size))
         if run.pmw.capped:
             lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "

@@ -85,6 +85,7 @@ class StoredDistribution:
         self._data_tables: dict[tuple[str, ...], np.ndarray] = {}
         self._model_tables: dict[tuple[str, ...], np.ndarray] = {}
         self.updates = 0
+        self.selected = 0  # rounds run before the first query that select and measure (the practical variant's)
         self.rounds = {LAZY: 0, UPDATE: 0, HALTED: 0}
         self.capped = 0  # queries answered lazily because an update would grow D past its cap
         self._epoch: AboveThreshold | None = None
