@@ -85,7 +85,8 @@ def demo(output, epsilon, seed, quiet) -> None:
                 warm = len(run.plan.warm_subsets)
                 chosen = (f"{fmt(run.pmw.selected, COUNT)} rounds measuring the marginals it fit worst (chosen by "
                           "the exponential mechanism), " if run.pmw.selected else "")
-                lines.append(f"pmw (practical variant, online): a warm start on {warm} shared 2-way marginals, "
+                ways = " or ".join(str(k) for k in sorted({len(s) for s in run.plan.warm_subsets}))
+                lines.append(f"pmw (practical variant, online): a warm start on {warm} {ways}-way marginals, "
                              f"{chosen}then {fmt(run.pmw.updates, COUNT)} updates of L={fmt(run.plan.updates, COUNT)} while "
                              f"answering {fmt(len(workload), COUNT)} queries one at a time (pmw-monitor.csv: the "
                              "KL potential at each, its Pythagorean bound and the epsilon spent; NON-PRIVATE)")

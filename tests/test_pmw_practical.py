@@ -529,3 +529,19 @@ def test_a_workload_past_l_selects_its_worst_subsets_before_the_first_query(delt
     for tested in (open_pmw(codes, TWELVE, 10.0, delta, rows=5000, rng=3, subsets=pairs.subsets, updates=20),
                    open_pmw(codes, TWELVE, 10.0, delta, rows=5000, rng=3, subsets=pairs.subsets, warm=False)):
         assert tested.plan.selected == 0 and tested.pmw.selected == 0
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-9])
+def test_selected_rounds_warm_start_on_one_ways_not_shared_pairs(delta):
+    """With selected rounds the data choose what to measure, so the warm start is the cheap
+    one-way marginals; the shared pairs (each at an update's budget) stay for a plan with L
+    given, whose tests need a model that already knows them."""
+    from synth.engines.pmw import PMWConfig, PMWEngine
+    from synth.privacy.accounting import Budget
+
+    triples = Workload.marginals(TWELVE, 3).subsets
+    assert warm_start_subsets(triples)  # 66 shared pairs for 220 triples
+    selecting = PMWEngine(PMWConfig(), TWELVE).practical_plan(Budget(1.0, delta), 8000, triples)
+    assert selecting.selected > 0 and selecting.warm_subsets == tuple((f"x{i}",) for i in range(12))
+    testing = PMWEngine(PMWConfig(updates=20), TWELVE).practical_plan(Budget(1.0, delta), 8000, triples)
+    assert testing.selected == 0 and testing.warm_subsets == warm_start_subsets(triples)

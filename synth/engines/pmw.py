@@ -298,7 +298,10 @@ class PMWEngine:
                 if selected:
                     budgeted = updates - selected
                     updates = len(set(map(tuple, subsets))) - selected
-            pairs = self._fitting(warm_start_subsets(subsets)) if c.warm else ()
+            # with selected rounds the data choose which marginals to measure; shared pairs at an
+            # update's budget each would take it from them (16 binary columns' 560 triples, pure
+            # epsilon: 0.0156-0.0178 mean L1 with them, 0.0072-0.0082 without; MWEM 0.0067-0.0084)
+            pairs = self._fitting(warm_start_subsets(subsets)) if c.warm and not selected else ()
             ones = warm_start_ones(subsets) if c.warm and not pairs else ()  # shared pairs hold their one-ways
             cells = [math.prod(schema[name].size for name in subset) for subset in subsets]
             mean = sum(cells) / len(cells) if cells else 1.0

@@ -35,7 +35,8 @@ updates; every charge on the accountant. What changes, so that it learns at n ~ 
    mechanism picks the declared subset D_t fits worst, it is measured, D_t is refit. The
    epochs after them share the rest and test what the rounds left. A test's threshold at
    epsilon 1 is hundreds of rows, and a subset whose error lies below it is never measured,
-   where a selection still measures the largest.
+   where a selection still measures the largest. The warm start is then the one-way
+   marginals only (``PMWEngine.practical_plan``).
 
 Online answers come from D_t; the release (``release()``) is the last D_t fit once more to
 every measurement jointly, or a refit from the prior where D_t has fit the noise.
@@ -99,7 +100,8 @@ REOPEN_GAIN = 2.0
 #: MWEM's selection still measures the largest. Online mean L1 against MWEM's, medians of 3 seeds
 #: (no rounds / 0.5 / 0.75 / 0.9 of L): 16 binary columns' 120 pairs 1.67 / 1.25 / 1.25 / 1.13x,
 #: their 560 triples 1.44 / 1.21 / 1.14 / 1.08x; 12 binary columns' 66 pairs 1.33 / 0.93 / 0.79 /
-#: 0.83x; a 9-column table's 84 triples 1.00 / 0.92 / 0.95 / 0.94x. The epochs after the rounds
+#: 0.83x; a 9-column table's 84 triples 1.00 / 0.92 / 0.95 / 0.94x (then with the shared-pair
+#: warm start and a refit to the noise level after each round). The epochs after the rounds
 #: still update what they find (41-55 updates on the 560 triples).
 SELECTED_SHARE = 0.9
 #: Multiplicative-weights passes after each selected round but the last (MWEM's per round:
