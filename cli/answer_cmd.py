@@ -285,7 +285,7 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
         note(line)
     spent = run.accountant.spent()
     plan = run.plan
-    note(f"PMW ({variant}): {_selected_rounds(run.pmw)}{run.pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+    note(f"PMW ({variant}): {run.pmw.updates_text()}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in run.pmw.rounds.items()))
     _note_storage(run.pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "
@@ -304,11 +304,6 @@ def _answer_with_pmw(data, full, selected, queries, columns, config, budget, pla
              "their error_bound is a measurement's where one covers the query, else only the range [0, n]")
     if model_file:
         note(f"model saved to {model_file}")
-
-
-def _selected_rounds(pmw) -> str:
-    """'N selected rounds, ' for a practical PMW that ran them before its first query, else ''."""
-    return f"{pmw.selected:,} selected rounds, " if pmw.selected else ""
 
 
 def _note_storage(pmw, schema) -> None:
@@ -378,7 +373,7 @@ def _answer_stream(data, full, selected, workload, columns, config, budget, limi
     spent = accountant.spent()
     note(f"stream ended ({tally.reason}): {tally.answers:,} answer{'s' * (tally.answers != 1)}, "
          f"{tally.errors:,} error line{'s' * (tally.errors != 1)}")
-    note(f"PMW ({variant}): {_selected_rounds(pmw)}{pmw.updates:,} updates of L={plan.updates:,}; rounds: "
+    note(f"PMW ({variant}): {pmw.updates_text()}; rounds: "
          + ", ".join(f"{k} {v:,}" for k, v in pmw.rounds.items()))
     _note_storage(pmw, selected)
     note(f"privacy spent: epsilon={spent.epsilon:.6g}, delta={spent.delta:g} ({spent.method} composition) "

@@ -371,8 +371,7 @@ class PMWEngine:
         """Answer the workload (``passes`` times, as a stream) and release D with its ledger."""
         run = self.record(counts, budget, rng, progress)
         lines = list(run.notes)
-        selected = f"{run.pmw.selected:,} selected rounds, " if run.pmw.selected else ""
-        lines.append(f"pmw ({self.config.variant}): {selected}{run.pmw.updates:,} updates of L={run.plan.updates:,}")
+        lines.append(f"pmw ({self.config.variant}): {run.pmw.updates_text()}")
         lines.append(describe_representation(run.pmw.representation, run.pmw.model_cells, self.schema.universe_size))
         if run.pmw.capped:
             lines.append(f"pmw: {run.pmw.capped:,} queries answered lazily because their update would grow the model "

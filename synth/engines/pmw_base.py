@@ -94,6 +94,11 @@ class StoredDistribution:
     def halted(self) -> bool:
         return self.updates >= self.plan.updates
 
+    def updates_text(self) -> str:
+        """What D has learned so far, for summary lines: '[N selected rounds, ]U updates of L=...'."""
+        rounds = f"{self.selected:,} selected rounds, " if self.selected else ""
+        return f"{rounds}{self.updates:,} updates of L={self.plan.updates:,}"
+
     @property
     def representation(self) -> str:
         """How D is stored: ``dense`` or ``factored``."""
