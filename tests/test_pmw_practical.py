@@ -535,7 +535,8 @@ def test_a_workload_past_l_selects_its_worst_subsets_before_the_first_query(delt
 def test_selected_rounds_warm_start_on_one_ways_not_shared_pairs(delta):
     """With selected rounds the data choose what to measure, so the warm start is the cheap
     one-way marginals; the shared pairs (each at an update's budget) stay for a plan with L
-    given, whose tests need a model that already knows them."""
+    given, whose tests need a model that already knows them, and under zCDP for a factored D
+    too small for every declared subset."""
     from synth.engines.pmw import PMWConfig, PMWEngine
     from synth.privacy.accounting import Budget
 
@@ -545,3 +546,8 @@ def test_selected_rounds_warm_start_on_one_ways_not_shared_pairs(delta):
     assert selecting.selected > 0 and selecting.warm_subsets == tuple((f"x{i}",) for i in range(12))
     testing = PMWEngine(PMWConfig(updates=20), TWELVE).practical_plan(Budget(1.0, delta), 8000, triples)
     assert testing.selected == 0 and testing.warm_subsets == warm_start_subsets(triples)
+    # a factored D whose cap holds only some triples keeps the pairs' tree under zCDP (cheap there)
+    crowded = PMWEngine(PMWConfig(representation="factored", max_model_cells=1000), TWELVE)
+    plan = crowded.practical_plan(Budget(1.0, delta), 8000, triples)
+    assert plan.selected > 0
+    assert plan.warm_subsets and {len(s) for s in plan.warm_subsets} == ({2} if delta else {1})

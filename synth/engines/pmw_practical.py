@@ -36,7 +36,8 @@ updates; every charge on the accountant. What changes, so that it learns at n ~ 
    epochs after them share the rest and test what the rounds left. A test's threshold at
    epsilon 1 is hundreds of rows, and a subset whose error lies below it is never measured,
    where a selection still measures the largest. The warm start is then the one-way
-   marginals only (``PMWEngine.practical_plan``).
+   marginals only, unless a factored D too small for every declared subset needs the shared
+   pairs' tree (under zCDP: ``PMWEngine.practical_plan``).
 
 Online answers come from D_t; the release (``release()``) is the last D_t fit once more to
 every measurement jointly, or a refit from the prior where D_t has fit the noise.
