@@ -551,3 +551,17 @@ def test_selected_rounds_warm_start_on_one_ways_not_shared_pairs(delta):
     plan = crowded.practical_plan(Budget(1.0, delta), 8000, triples)
     assert plan.selected > 0
     assert plan.warm_subsets and {len(s) for s in plan.warm_subsets} == ({2} if delta else {1})
+
+
+def test_selected_rounds_pick_only_subsets_an_update_measures_whole():
+    """A declared subset past ``max_test_cells`` is tested and measured a query at a time, so a
+    selected round does not measure its whole marginal either."""
+    schema = Schema(tuple(Coded(f"x{i}", 2) for i in range(4)))
+    declared = [("x0",), ("x1",), ("x0", "x1"), ("x2", "x3"), ("x1", "x2")]
+    codes = np.random.default_rng(5).integers(0, 2, (2000, 4)).astype(np.uint8)
+    codes[:, 1] = codes[:, 0]  # (x0, x1) is the pair D fits worst
+    plan = plan_practical(10.0, 0.0, 2000, schema.universe_size, 3, selected=2, max_test_cells=3)
+    pmw = PracticalPMW(codes, schema, plan, rng=0, declared=declared)
+    assert pmw.selected == 2 and {tuple(m.columns) for m in pmw.log} == {("x0",), ("x1",)}
+    wide = plan_practical(10.0, 0.0, 2000, schema.universe_size, 3, selected=1)
+    assert tuple(PracticalPMW(codes, schema, wide, rng=0, declared=declared).log[0].columns) == ("x0", "x1")

@@ -563,7 +563,8 @@ class PracticalPMW(StoredDistribution):
 
     def _select_rounds(self) -> None:
         """Before the first query, ``plan.selected`` rounds as MWEM runs them: the exponential
-        mechanism picks the declared subset (not yet measured, and one D can hold) whose L1
+        mechanism picks the declared subset (not yet measured, one D can hold, and one an update
+        would measure whole: ``PracticalPlan.test_kind``) whose L1
         error on D_t most exceeds the noise its measurement would add (AIM's score, sensitivity
         1), it is measured at an update's budget, and D_t is refit for ``SELECT_PASSES`` passes;
         after the last round, to the noise level (``_fit_online``). Each round costs what an
@@ -573,7 +574,8 @@ class PracticalPMW(StoredDistribution):
         budget = self.plan.selection_budget()
         noise = budget.mean_abs_noise
         for round_ in range(1, self.plan.selected + 1):
-            candidates = [s for s in self._declared if s not in self._done and self._dist.fits(s)]
+            candidates = [s for s in self._declared if s not in self._done and self._dist.fits(s)
+                          and self.plan.test_kind(_cells(self.schema, s)) == "marginal"]  # as an update measures
             if not candidates:
                 break
             scores = np.array([float(np.abs(self._data_table(s) - self.plan.rows * self.model_table(s)).sum())
