@@ -183,14 +183,18 @@ class PracticalPlan:
         scale = self.warm_scales[index] if self.warm_scales else 1.0
         return self.epsilon_warm * scale, self.rho_warm * scale
 
+    def cost(self, epsilon_test: float, epsilon_measure: float, rho_measure: float) -> float:
+        """What an epoch of these budgets (its test and its measurement) costs in the budget's
+        currency: rho under zCDP (a test of eps costs eps^2/2), epsilon under basic composition."""
+        if self.rho_measure:
+            return rho_measure + epsilon_test**2 / 2
+        return epsilon_test + epsilon_measure
+
     @property
     def epoch_cost(self) -> float:
-        """What the first epoch (its test and its measurement), and each selected round (its
-        selection and its measurement), costs in the budget's currency: rho under zCDP (a test of
-        eps costs eps^2/2), epsilon under basic composition."""
-        if self.rho_measure:
-            return self.rho_measure + self.epsilon_test**2 / 2
-        return self.epsilon_test + self.epsilon_measure
+        """What the first epoch, and each selected round (its selection and its measurement),
+        costs (``cost``)."""
+        return self.cost(self.epsilon_test, self.epsilon_measure, self.rho_measure)
 
     @property
     def epochs_budget(self) -> float:
@@ -573,13 +577,14 @@ class PracticalPMW(StoredDistribution):
         thresholds of hundreds of rows and measure only what exceeds them (``SELECTED_SHARE``)."""
         budget = self.plan.selection_budget()
         noise = budget.mean_abs_noise
+        cells = {s: _cells(self.schema, s) for s in self._declared}
+        whole = [s for s in self._declared if self.plan.test_kind(cells[s]) == "marginal"]  # as an update measures
         for round_ in range(1, self.plan.selected + 1):
-            candidates = [s for s in self._declared if s not in self._done and self._dist.fits(s)
-                          and self.plan.test_kind(_cells(self.schema, s)) == "marginal"]  # as an update measures
+            candidates = [s for s in whole if s not in self._done and self._dist.fits(s)]
             if not candidates:
                 break
             scores = np.array([float(np.abs(self._data_table(s) - self.plan.rows * self.model_table(s)).sum())
-                               - noise * _cells(self.schema, s) for s in candidates])
+                               - noise * cells[s] for s in candidates])
             pick = budget.select(scores, self._rng, self.accountant, note=f"PMW selected round {round_}: select")
             subset = candidates[pick]
             self._measure_marginal(subset, budget.epsilon_measure, budget.rho_measure,
@@ -727,9 +732,7 @@ class PracticalPMW(StoredDistribution):
         the decision reads public outcomes alone (the filter stays a filter)."""
         if not self._declared:
             return False
-        e_test, e_measure, rho = self.epoch_budget
-        current = (e_test**2 / 2 + rho) if self.plan.rho_measure else (e_test + e_measure)
-        return self._left / self._epochs_ahead() >= REOPEN_GAIN * current
+        return self._left / self._epochs_ahead() >= REOPEN_GAIN * self.plan.cost(*self.epoch_budget)
 
     # -- answering -----------------------------------------------------------------------
     def answer(self, query: Query | dict, *, query_id: int = -1, label: str = "") -> PMWAnswer:
